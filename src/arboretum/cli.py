@@ -1,0 +1,279 @@
+"""The ``arboretum`` command.
+
+``arboretum fit``     fits a certified MAP tree, prints it with its log posterior,
+                      certificate or gap, and training / cross-validated accuracy
+                      next to CART's; ``--save`` writes the model as JSON.
+``arboretum predict`` applies a saved model to a CSV file.
+``arboretum datasets`` lists the bundled datasets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["main"]
+
+MODEL_FORMAT = "arboretum.model"
+
+
+def _read_csv(path: str) -> tuple[list[str], list[list[str]]]:
+    p = Path(path)
+    if not p.is_file():
+        raise SystemExit(f"error: CSV file not found: {path}")
+    with p.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows = [r for r in rows if r]
+    if len(rows) < 2:
+        raise SystemExit(f"error: {path} needs a header row and at least one data row")
+    header, body = [h.strip() for h in rows[0]], rows[1:]
+    for i, r in enumerate(body):
+        if len(r) != len(header):
+            raise SystemExit(
+                f"error: {path} line {i + 2} has {len(r)} fields but the header has {len(header)}"
+            )
+    return header, body
+
+
+def _to_float(body: list[list[str]], cols: list[int], header: list[str], path: str) -> np.ndarray:
+    out = np.empty((len(body), len(cols)), dtype=np.float64)
+    for i, r in enumerate(body):
+        for j, c in enumerate(cols):
+            try:
+                out[i, j] = float(r[c])
+            except ValueError:
+                raise SystemExit(
+                    f"error: {path} line {i + 2}, column {header[c]!r}: {r[c]!r} is not a number "
+                    f"(features must be 0/1 for MAPTree)"
+                ) from None
+    return out
+
+
+def _load_training_data(args) -> tuple[np.ndarray, np.ndarray, list[str], str]:
+    if args.dataset:
+        from .datasets import load_dataset
+
+        try:
+            b = load_dataset(args.dataset)
+        except ValueError as e:
+            raise SystemExit(f"error: {e}") from None
+        return b.data, b.target, list(b.feature_names), args.dataset
+    header, body = _read_csv(args.csv)
+    if args.target not in header:
+        raise SystemExit(
+            f"error: --target {args.target!r} is not a column of {args.csv}; columns: {', '.join(header)}"
+        )
+    t = header.index(args.target)
+    cols = [j for j in range(len(header)) if j != t]
+    X = _to_float(body, cols, header, args.csv)
+    y = np.array([r[t].strip() for r in body])
+    try:
+        y = y.astype(np.int64)
+    except ValueError:
+        pass
+    return X, y, [header[j] for j in cols], Path(args.csv).name
+
+
+def _cv_scores(make, X, y, folds: int, seed: int) -> np.ndarray:
+    from sklearn.model_selection import StratifiedKFold
+
+    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    scores = []
+    for tr, te in cv.split(X, y):
+        scores.append(make().fit(X[tr], y[tr]).score(X[te], y[te]))
+    return np.asarray(scores)
+
+
+def _cmd_fit(args) -> int:
+    from sklearn.tree import DecisionTreeClassifier
+
+    from .maptree import MAPTreeClassifier
+
+    X, y, names, label = _load_training_data(args)
+    rho = tuple(args.rho) if len(args.rho) > 1 else args.rho[0]
+    params = dict(
+        alpha=args.alpha, beta=args.beta, rho=rho, max_expansions=args.max_expansions,
+        time_limit=args.time_limit, memory_limit=args.memory_limit,
+    )
+    try:
+        clf = MAPTreeClassifier(**params).fit(X, y)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    clf.tree_.feature_names = list(names)
+
+    n, d = X.shape
+    print(f"Dataset: {label} ({n} samples x {d} binary features; classes {list(clf.classes_)})")
+    print(f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, rho={rho}")
+    print()
+    print(clf.tree_.export_text(feature_names=names))
+    print()
+    print(f"log posterior of this tree:  {clf.log_posterior_:.4f}")
+    if clf.optimal_:
+        print(
+            f"certificate: optimal (no tree has a higher posterior), "
+            f"{clf.n_expansions_:,} expansions in {clf.search_time_:.2f} s"
+        )
+    else:
+        print(
+            f"not certified (stopped by {clf.stop_reason_}): no tree exceeds "
+            f"{clf.log_posterior_bound_:.4f}, gap {clf.gap_:.4f} nats; "
+            f"{clf.n_expansions_:,} expansions in {clf.search_time_:.2f} s"
+        )
+
+    models = [
+        ("MAPTree", lambda: MAPTreeClassifier(**params)),
+        ("CART depth 4", lambda: DecisionTreeClassifier(max_depth=4, random_state=0)),
+        ("CART unpruned", lambda: DecisionTreeClassifier(random_state=0)),
+    ]
+    folds = args.cv
+    if folds and folds > 1:
+        counts = np.unique(y, return_counts=True)[1]
+        if counts.min() < folds:
+            print(f"\n(cross-validation skipped: the smallest class has {counts.min()} < {folds} samples)")
+            folds = 0
+    print()
+    header = f"{'model':<14} {'leaves':>6} {'train acc':>9}"
+    if folds and folds > 1:
+        header += f"  {folds}-fold test acc (mean ± sd)"
+    print(header)
+    t0 = time.perf_counter()
+    for name, make in models:
+        m = clf if name == "MAPTree" else make().fit(X, y)
+        leaves = m.tree_.n_leaves
+        row = f"{name:<14} {leaves:>6} {m.score(X, y):>9.3f}"
+        if folds and folds > 1:
+            s = _cv_scores(make, X, y, folds, args.seed)
+            row += f"  {s.mean():.3f} ± {s.std():.3f}"
+        print(row, flush=True)
+    if folds and folds > 1:
+        print(f"(stratified, shuffled with seed {args.seed}; {time.perf_counter() - t0:.1f} s)")
+
+    if args.save:
+        model = {
+            "format": MODEL_FORMAT,
+            "version": 1,
+            "estimator": "MAPTreeClassifier",
+            "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
+            "log_posterior": clf.log_posterior_,
+            "log_posterior_bound": clf.log_posterior_bound_,
+            "optimal": clf.optimal_,
+            "tree": clf.tree_.to_dict(),
+        }
+        Path(args.save).write_text(json.dumps(model, indent=1))
+        print(f"\nmodel saved to {args.save}")
+    return 0
+
+
+def load_model_tree(path: str):
+    """Read the :class:`~arboretum.tree.Tree` from a file written by ``arboretum fit --save``
+    (a bare ``Tree.to_dict()`` JSON file works too)."""
+    from .tree import Tree
+
+    p = Path(path)
+    if not p.is_file():
+        raise SystemExit(f"error: model file not found: {path}")
+    try:
+        d = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"error: {path} is not JSON: {e}") from None
+    if isinstance(d, dict) and d.get("format") == MODEL_FORMAT:
+        d = d["tree"]
+    try:
+        return Tree.from_dict(d)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SystemExit(f"error: {path} does not hold an arboretum model: {e}") from None
+
+
+def _cmd_predict(args) -> int:
+    tree = load_model_tree(args.model)
+    header, body = _read_csv(args.csv)
+    names = tree.feature_names
+    if names is not None and all(nm in header for nm in names):
+        cols = [header.index(nm) for nm in names]
+    else:
+        cols = [j for j, h in enumerate(header) if h != args.target]
+        if len(cols) != tree.n_features:
+            missing = [nm for nm in (names or []) if nm not in header]
+            hint = f" (missing columns: {', '.join(missing[:10])})" if missing else ""
+            raise SystemExit(
+                f"error: the model needs {tree.n_features} features but {args.csv} has "
+                f"{len(cols)} usable columns{hint}"
+            )
+    X = _to_float(body, cols, header, args.csv)
+    pred = tree.predict(X)
+    proba = tree.predict_proba(X) if tree.task == "classification" else None
+    out = sys.stdout if args.output in (None, "-") else open(args.output, "w", newline="")
+    try:
+        w = csv.writer(out)
+        classes = list(tree.classes) if tree.classes is not None else list(range(proba.shape[1]))
+        w.writerow(["prediction"] + ([f"p({c})" for c in classes] if proba is not None else []))
+        for i in range(len(pred)):
+            w.writerow([pred[i]] + ([f"{p:.6g}" for p in proba[i]] if proba is not None else []))
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if args.target in header:
+        t = header.index(args.target)
+        truth = np.array([r[t].strip() for r in body])
+        acc = np.mean(truth == np.asarray(pred).astype(str))
+        print(f"accuracy against column {args.target!r}: {acc:.4f}", file=sys.stderr)
+    return 0
+
+
+def _cmd_datasets(args) -> int:
+    from .datasets import list_datasets, load_dataset
+
+    for name in list_datasets():
+        X, y = load_dataset(name, return_X_y=True)
+        print(f"{name:<18} {X.shape[0]:>5} x {X.shape[1]:<4} classes {np.bincount(y).tolist()}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="arboretum", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    f = sub.add_parser("fit", help="fit a certified MAP tree (MAPTree) and compare it with CART")
+    src = f.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="a bundled dataset (see `arboretum datasets`)")
+    src.add_argument("--csv", help="a CSV file with a header row and 0/1 feature columns")
+    f.add_argument("--target", help="label column of --csv")
+    f.add_argument("--alpha", type=float, default=0.95, help="prior split probability at the root (0, 1]")
+    f.add_argument("--beta", type=float, default=0.5, help="decay of the split probability with depth, >= 0")
+    f.add_argument("--rho", type=float, nargs="+", default=[2.5, 2.5], help="Dirichlet leaf prior, one per class")
+    f.add_argument("--time-limit", type=float, default=60.0, help="seconds per search (default 60)")
+    f.add_argument("--max-expansions", type=int, default=None, help="node expansions per search")
+    f.add_argument("--memory-limit", type=float, default=None, help="MiB for the search graph")
+    f.add_argument("--cv", type=int, default=10, help="folds of stratified cross-validation (0: none)")
+    f.add_argument("--seed", type=int, default=0, help="shuffling seed for cross-validation")
+    f.add_argument("--save", help="write the fitted model to this JSON file")
+    f.set_defaults(func=_cmd_fit)
+
+    pr = sub.add_parser("predict", help="predict a CSV file with a saved model")
+    pr.add_argument("model", help="JSON file written by `arboretum fit --save`")
+    pr.add_argument("--csv", required=True, help="CSV file with a header row")
+    pr.add_argument("--target", default=None, help="label column to ignore (and score against, if present)")
+    pr.add_argument("--output", default=None, help="write predictions here instead of standard output")
+    pr.set_defaults(func=_cmd_predict)
+
+    ds = sub.add_parser("datasets", help="list the bundled datasets")
+    ds.set_defaults(func=_cmd_datasets)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``arboretum`` command."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "csv", None) and args.command == "fit" and not args.target:
+        build_parser().error("--csv needs --target COLUMN")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,428 @@
+"""Numba kernels of the MAPTree AND/OR best-first search.
+
+Everything here takes plain NumPy arrays and integers.  The search state is a
+struct of arrays owned by :class:`arboretum.maptree.search.AndOrSearch`, which
+grows the arrays between kernel calls; a kernel call runs at most ``max_iter``
+expansions and returns a status code.
+
+Costs are negative log probabilities (``cost = -log P(T, Y | X)``), so the
+search minimises.  Notation follows ``spec-000-maptree.md``:
+
+* an OR node is a subproblem ``(I, d)``: the samples ``I`` (a packed bitset,
+  never stored, rebuilt by replaying the split path from the root) at depth
+  ``d``;
+* an AND node is a split of an OR node on a valid feature ``f``, with OR
+  children for ``x_f = 0`` (child0) and ``x_f = 1`` (child1);
+* ``LB``/``UB`` of an AND node are derived from its children with one
+  floating-point expression, ``pen + bound(child0) + bound(child1)``, so that
+  "both children solved" implies ``LB == UB`` exactly.
+
+Subproblems are identified by depth plus a 128-bit *non-linear* hash of the
+sample set (two independent 64-bit mixers summed over the non-zero words).
+The paper's linear polynomial hash collides by construction (spec §3.8); this
+one has no known structured collisions, so a false merge has probability of
+order 2**-128 per pair of subsets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._bitset import ctz64, popcount64
+
+# Status codes returned by :func:`run_search`.
+STATUS_BUDGET = 0  # ``max_iter`` expansions done, not solved yet
+STATUS_SOLVED = 1  # LB >= UB at the root: certified optimum
+STATUS_GROW = 2  # the caller must grow the node arrays before continuing
+STATUS_INTERNAL_ERROR = -1  # an invariant of the search was violated
+
+# Indices into the ``counters`` array.
+C_N_OR, C_N_AND, C_N_EXP, C_HT_USED, C_STAMP = 0, 1, 2, 3, 4
+
+_U1 = np.uint64(1)
+_SALT1 = np.uint64(0x9E3779B97F4A7C15)
+_SALT2 = np.uint64(0xD6E8FEB86659FD93)
+_DEPTH_SALT = np.uint64(0xA0761D6478BD642F)
+_M1A = np.uint64(0xBF58476D1CE4E5B9)
+_M1B = np.uint64(0x94D049BB133111EB)
+_M2A = np.uint64(0xFF51AFD7ED558CCD)
+_M2B = np.uint64(0xC4CEB9FE1A85EC53)
+_S27, _S30, _S31, _S33 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(33)
+
+
+@njit(cache=True, inline="always")
+def _mix1(x):
+    """splitmix64 finaliser: a bijective non-linear 64-bit mixer."""
+    x = (x ^ (x >> _S30)) * _M1A
+    x = (x ^ (x >> _S27)) * _M1B
+    return x ^ (x >> _S31)
+
+
+@njit(cache=True, inline="always")
+def _mix2(x):
+    """murmur3 fmix64: a second, independent 64-bit mixer."""
+    x = (x ^ (x >> _S33)) * _M2A
+    x = (x ^ (x >> _S33)) * _M2B
+    return x ^ (x >> _S33)
+
+
+@njit(cache=True)
+def hash_words(words):
+    """128-bit hash ``(h1, h2)`` of a packed sample set.
+
+    ``h = sum over non-zero words w of mix(word_w combined with salt(w))``
+    (mod 2**64) with two independent mixers.  Zero words contribute nothing, so
+    the empty set hashes to ``(0, 0)``.
+    """
+    h1 = np.uint64(0)
+    h2 = np.uint64(0)
+    for w in range(words.shape[0]):
+        b = words[w]
+        if b != 0:
+            s = np.uint64(w + 1)
+            h1 += _mix1(b ^ (s * _SALT1))
+            h2 += _mix2(b + (s * _SALT2))
+    return h1, h2
+
+
+@njit(cache=True, inline="always")
+def _slot(h1, d, mask):
+    return np.int64((h1 ^ (np.uint64(d) * _DEPTH_SALT)) & mask)
+
+
+@njit(cache=True)
+def ht_find(h1, h2, d, ht_h1, ht_h2, ht_val, or_depth):
+    """Look up ``(h1, h2, d)``; return ``(node_id or -1, slot)``."""
+    mask = np.uint64(ht_val.shape[0] - 1)
+    i = _slot(h1, d, mask)
+    while True:
+        v = ht_val[i]
+        if v < 0:
+            return -1, i
+        if ht_h1[i] == h1 and ht_h2[i] == h2 and or_depth[v] == d:
+            return v, i
+        i = (i + 1) & (ht_val.shape[0] - 1)
+
+
+@njit(cache=True)
+def rehash(old_h1, old_h2, old_val, new_h1, new_h2, new_val, or_depth):
+    """Re-insert every entry of an old open-addressing table into a larger one."""
+    mask = np.uint64(new_val.shape[0] - 1)
+    for j in range(old_val.shape[0]):
+        v = old_val[j]
+        if v < 0:
+            continue
+        i = _slot(old_h1[j], or_depth[v], mask)
+        while new_val[i] >= 0:
+            i = (i + 1) & (new_val.shape[0] - 1)
+        new_h1[i] = old_h1[j]
+        new_h2[i] = old_h2[j]
+        new_val[i] = v
+
+
+@njit(cache=True, inline="always")
+def _log_lik(counts_row, G, Gsum, lconst):
+    """Dirichlet-multinomial log marginal likelihood of one node's class counts."""
+    s = 0.0
+    n = 0
+    for k in range(counts_row.shape[0]):
+        c = counts_row[k]
+        s += G[k, c]
+        n += c
+    return s - Gsum[n] - lconst
+
+
+@njit(cache=True, inline="always")
+def _split_term(counts_row, d, G, Gsum, log_ps):
+    """log p_split(d) + sum_k log l(c_k e_k): the Perfect Split value (log form)."""
+    s = log_ps[d]
+    for k in range(counts_row.shape[0]):
+        c = counts_row[k]
+        s += G[k, c] - G[k, 0] - Gsum[c] + Gsum[0]
+    return s
+
+
+@njit(cache=True)
+def heuristic_cost(counts_row, d, G, Gsum, lconst, log_ps):
+    """Perfect Split heuristic ``h`` (spec §2.7, multi-class form §2.8), as a cost."""
+    return -max(_log_lik(counts_row, G, Gsum, lconst), _split_term(counts_row, d, G, Gsum, log_ps))
+
+
+@njit(cache=True)
+def new_or_node(
+    node, d, no_split, G, Gsum, lconst, log_ps, log_pstop, ub_inf,
+    or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge, or_stamp,
+):
+    """Initialise OR node ``node`` (its counts already written) at depth ``d``.
+
+    If ``no_split`` (the node's samples all share one feature vector, so
+    ``V(I)`` is empty), the node's exact value is its leaf cost with
+    ``p_leaf = 1``: it is created solved (``LB = UB``) and marked expanded
+    without AND children, so the search never visits it.
+
+    Otherwise LB is the Perfect Split heuristic, and UB is the leaf cost with
+    ``p_leaf = 1 - p_split(d)`` (reference semantics; exact, since a valid
+    split exists), or +inf with ``ub_inf`` (the paper's semantics, where an
+    unexpanded node has no partial solution).  With these two rules the UB of
+    every partial solution is the exact cost of its tree.
+    """
+    row = or_counts[node]
+    ll = _log_lik(row, G, Gsum, lconst)
+    or_depth[node] = d
+    or_and_count[node] = 0
+    or_first_edge[node] = -1
+    or_stamp[node] = 0
+    if no_split:
+        or_lb[node] = -ll
+        or_ub[node] = -ll
+        or_leaf[node] = -ll
+        or_expanded[node] = 1
+        return
+    or_lb[node] = -max(ll, _split_term(row, d, G, Gsum, log_ps))
+    or_ub[node] = np.inf if ub_inf else -log_pstop[d] - ll
+    or_leaf[node] = or_ub[node]
+    or_expanded[node] = 0
+
+
+@njit(cache=True, inline="always")
+def _no_split(words, total, row_group, group_masks):
+    """True when the ``total`` samples in ``words`` all share one feature vector.
+
+    ``row_group[i]`` numbers the distinct feature rows and ``group_masks[g]``
+    is the set of samples with row ``g``; an empty ``group_masks`` means the
+    rows are all distinct, so only single samples qualify.
+    """
+    if total <= 1:
+        return True
+    if group_masks.shape[0] == 0:
+        return False
+    w0 = 0
+    while words[w0] == 0:
+        w0 += 1
+    g = row_group[w0 * 64 + np.int64(ctz64(words[w0]))]
+    for w in range(w0, words.shape[0]):
+        if words[w] & ~group_masks[g, w]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _expand(
+    o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int, ub_inf,
+    or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+    or_and_count, or_first_edge, or_stamp,
+    and_feature, and_parent, and_child0, and_child1, edge_next,
+    ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
+):
+    """Expand OR node ``o`` whose sample set is ``words``: create every valid split."""
+    F, W = M1.shape
+    K = Y.shape[0]
+    d = or_depth[o]
+    n = 0
+    for k in range(K):
+        n += or_counts[o, k]
+    # Valid splits V(I): both sides non-empty.
+    nv = 0
+    for f in range(F):
+        n1 = 0
+        for w in range(W):
+            n1 += popcount64(words[w] & M1[f, w])
+        if n1 > 0 and n1 < n:
+            valid_f[nv] = f
+            n1_buf[nv] = n1
+            nv += 1
+    ll = _log_lik(or_counts[o], G, Gsum, lconst)
+    or_expanded[o] = 1
+    if nv == 0:
+        or_leaf[o] = -ll  # no valid split: p_leaf = 1
+        or_and_count[o] = 0
+        return
+    or_leaf[o] = -log_pstop[d] - ll
+    or_pen[o] = -log_ps[d] + log_int[nv]
+    a0 = counters[C_N_AND]
+    or_and_start[o] = a0
+    or_and_count[o] = nv
+    for j in range(nv):
+        f = valid_f[j]
+        a = a0 + j
+        for side in range(2):
+            if side == 1:
+                for w in range(W):
+                    scratch[w] = words[w] & M1[f, w]
+                total = n1_buf[j]
+            else:
+                for w in range(W):
+                    scratch[w] = words[w] & ~M1[f, w]
+                total = n - n1_buf[j]
+            h1, h2 = hash_words(scratch)
+            child, slot = ht_find(h1, h2, d + 1, ht_h1, ht_h2, ht_val, or_depth)
+            if child < 0:
+                child = counters[C_N_OR]
+                counters[C_N_OR] += 1
+                rest = total
+                for k in range(K - 1):
+                    c = 0
+                    for w in range(W):
+                        c += popcount64(scratch[w] & Y[k, w])
+                    or_counts[child, k] = c
+                    rest -= c
+                or_counts[child, K - 1] = rest
+                new_or_node(
+                    child, d + 1, _no_split(scratch, total, row_group, group_masks), G, Gsum, lconst, log_ps, log_pstop, ub_inf,
+                    or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded,
+                    or_and_count, or_first_edge, or_stamp,
+                )
+                ht_h1[slot] = h1
+                ht_h2[slot] = h2
+                ht_val[slot] = child
+                counters[C_HT_USED] += 1
+            e = 2 * a + side
+            edge_next[e] = or_first_edge[child]
+            or_first_edge[child] = e
+            if side == 0:
+                and_child0[a] = child
+            else:
+                and_child1[a] = child
+        and_feature[a] = f
+        and_parent[a] = o
+    counters[C_N_AND] = a0 + nv
+
+
+@njit(cache=True)
+def _propagate(
+    start, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
+    or_stamp, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
+):
+    """Recompute LB and UB from ``start`` upwards (spec §3.6, Alg. 4 and 5).
+
+    All parents of a node at depth ``d`` are at depth ``d - 1``, so processing
+    level by level visits every changed ancestor once, after all of its
+    changed descendants.  LB only ever increases and UB only ever decreases.
+    A change of either is passed on to every parent OR node (through every
+    parent AND node), including the LB jump of an expanded node without valid
+    splits (the reference forgets that one, spec §3.6).
+    """
+    counters[C_STAMP] += 1
+    stamp = counters[C_STAMP]
+    cur, nxt = buf_a, buf_b
+    n_cur = 1
+    cur[0] = start
+    while n_cur > 0:
+        n_nxt = 0
+        for q in range(n_cur):
+            o = cur[q]
+            lbv = or_leaf[o]
+            ubv = or_leaf[o]
+            pen = or_pen[o]
+            s = or_and_start[o]
+            for a in range(s, s + or_and_count[o]):
+                c0 = and_child0[a]
+                c1 = and_child1[a]
+                lv = pen + or_lb[c0] + or_lb[c1]
+                uv = pen + or_ub[c0] + or_ub[c1]
+                if lv < lbv:
+                    lbv = lv
+                if uv < ubv:
+                    ubv = uv
+            changed = False
+            if lbv > or_lb[o]:
+                or_lb[o] = lbv
+                changed = True
+            if ubv < or_ub[o]:
+                or_ub[o] = ubv
+                changed = True
+            if changed:
+                e = or_first_edge[o]
+                while e >= 0:
+                    p = and_parent[e >> 1]
+                    if or_stamp[p] != stamp:
+                        or_stamp[p] = stamp
+                        nxt[n_nxt] = p
+                        n_nxt += 1
+                    e = edge_next[e]
+        cur, nxt = nxt, cur
+        n_cur = n_nxt
+
+
+@njit(cache=True)
+def run_search(
+    M1, Y, row_group, group_masks, root_words, G, Gsum, lconst, log_ps, log_pstop, log_int,
+    or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+    or_and_count, or_first_edge, or_stamp,
+    and_feature, and_parent, and_child0, and_child1, edge_next,
+    ht_h1, ht_h2, ht_val, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
+    max_iter, tie_rule, ub_inf,
+):
+    """Run up to ``max_iter`` iterations of MAPTree's best-first search.
+
+    One iteration: descend from the root along the minimum-LB split into the
+    child with the larger UB - LB gap until an unexpanded OR node (Alg. 3),
+    expand it (Alg. 1), propagate the bounds (Alg. 4, 5).  ``tie_rule`` 0 is the
+    paper's gap tie rule (ties go to the ``x_f = 1`` child), 1 the reference's
+    (ties go to ``x_f = 0``).  Returns a status code (``STATUS_*``).
+    """
+    F, W = M1.shape
+    cap_or = or_lb.shape[0]
+    cap_and = and_feature.shape[0]
+    cap_ht = ht_val.shape[0]
+    for _ in range(max_iter):
+        if or_lb[0] >= or_ub[0]:
+            return STATUS_SOLVED
+        if (
+            counters[C_N_OR] + 2 * F > cap_or
+            or counters[C_N_AND] + F > cap_and
+            or 2 * (counters[C_HT_USED] + 2 * F) > cap_ht
+        ):
+            return STATUS_GROW
+        for w in range(W):
+            words[w] = root_words[w]
+        o = 0
+        while or_expanded[o]:
+            best = np.inf
+            abest = -1
+            pen = or_pen[o]
+            s = or_and_start[o]
+            for a in range(s, s + or_and_count[o]):
+                v = pen + or_lb[and_child0[a]] + or_lb[and_child1[a]]
+                if v < best:
+                    best = v
+                    abest = a
+            if abest < 0:
+                return STATUS_INTERNAL_ERROR
+            c0 = and_child0[abest]
+            c1 = and_child1[abest]
+            g0 = or_ub[c0] - or_lb[c0]
+            g1 = or_ub[c1] - or_lb[c1]
+            if tie_rule == 0:
+                go_right = not (g0 > g1)
+            else:
+                go_right = g0 < g1
+            f = and_feature[abest]
+            if go_right:
+                for w in range(W):
+                    words[w] &= M1[f, w]
+                o = c1
+                gap = g1
+            else:
+                for w in range(W):
+                    words[w] &= ~M1[f, w]
+                o = c0
+                gap = g0
+            if not (gap > 0.0):
+                return STATUS_INTERNAL_ERROR
+        _expand(
+            o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int, ub_inf,
+            or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+            or_and_count, or_first_edge, or_stamp,
+            and_feature, and_parent, and_child0, and_child1, edge_next,
+            ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
+        )
+        _propagate(
+            o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
+            or_stamp, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
+        )
+        counters[C_N_EXP] += 1
+    if or_lb[0] >= or_ub[0]:
+        return STATUS_SOLVED
+    return STATUS_BUDGET

@@ -1,0 +1,387 @@
+"""The MAPTree AND/OR best-first search: state, limits and the returned tree.
+
+:class:`AndOrSearch` owns the struct-of-arrays search graph, calls the numba
+kernel in chunks (so that the wall-clock limit, the memory limit and progress
+reports are handled here, in plain Python), grows the arrays when the kernel
+asks for room, and reads the incumbent tree off the explicit graph
+(``getSolution``, spec §3.7).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.special import gammaln
+
+from .._bitset import pack_columns, pack_rows_mask
+from ..tree import BINARY, Tree, TreeBuilder
+from . import _kernels as K
+
+__all__ = ["AndOrSearch", "SearchResult"]
+
+_OR_FIELDS = (
+    # name, dtype, extra shape
+    ("or_depth", np.int32, ()),
+    ("or_lb", np.float64, ()),
+    ("or_ub", np.float64, ()),
+    ("or_leaf", np.float64, ()),
+    ("or_pen", np.float64, ()),
+    ("or_expanded", np.uint8, ()),
+    ("or_and_start", np.int64, ()),
+    ("or_and_count", np.int32, ()),
+    ("or_first_edge", np.int64, ()),
+    ("or_stamp", np.int64, ()),
+    ("buf_a", np.int32, ()),
+    ("buf_b", np.int32, ()),
+)
+_AND_FIELDS = (
+    ("and_feature", np.int32),
+    ("and_parent", np.int32),
+    ("and_child0", np.int32),
+    ("and_child1", np.int32),
+)
+
+
+@dataclass
+class SearchResult:
+    """Outcome of a (possibly interrupted) search.
+
+    Costs are ``-log P(T, Y | X)``: ``lower_bound <= OPT <= upper_bound``.
+    """
+
+    lower_bound: float
+    upper_bound: float
+    optimal: bool
+    stop_reason: str
+    n_expansions: int
+    n_or_nodes: int
+    n_and_nodes: int
+    search_time: float
+    peak_bytes: int
+
+
+class AndOrSearch:
+    """Best-first AND/OR search for the MAP tree of the BCART posterior.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Binary (0/1) features.
+    y : ndarray of shape (n_samples,)
+        Class indices ``0 .. n_classes - 1``.
+    n_classes : int
+        Number of classes (``len(rho)``).
+    alpha, beta : float
+        Chipman prior: ``p_split(d) = alpha * (1 + d) ** -beta``.
+    rho : sequence of float
+        Dirichlet (Beta for two classes) leaf prior, ``rho[k]`` for class ``k``.
+    ub_semantics : {"leaf", "inf"}
+        Upper bound of an unexpanded node: its leaf cost assuming a valid split
+        exists (default, better anytime trees) or +inf (the paper's Lemma 16).
+    tie_rule : {"paper", "reference"}
+        Which child the descent takes when the two gaps are equal.
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        n_classes: int,
+        alpha: float = 0.95,
+        beta: float = 0.5,
+        rho=(2.5, 2.5),
+        *,
+        ub_semantics: str = "leaf",
+        tie_rule: str = "paper",
+    ) -> None:
+        X = np.asarray(X, dtype=bool)
+        y = np.asarray(y, dtype=np.int64)
+        n, F = X.shape
+        self.n_samples, self.n_features, self.n_classes = n, F, int(n_classes)
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.rho = np.asarray(rho, dtype=np.float64)
+        self.ub_inf = ub_semantics == "inf"
+        self.tie_rule = 0 if tie_rule == "paper" else 1
+
+        self.M1 = pack_columns(X)
+        self.Y = pack_columns(y[:, None] == np.arange(self.n_classes)[None, :])
+        self.root_words = pack_rows_mask(np.ones(n, dtype=bool))
+        # Duplicate feature rows: subsets inside one group of identical rows have no valid split.
+        _, self.row_group, group_sizes = np.unique(
+            X, axis=0, return_inverse=True, return_counts=True
+        )
+        self.row_group = self.row_group.astype(np.int64).ravel()
+        if group_sizes.size < n:
+            self.group_masks = pack_columns(self.row_group[:, None] == np.arange(group_sizes.size))
+        else:
+            self.group_masks = np.zeros((0, self.M1.shape[1]), dtype=np.uint64)
+        counts = np.arange(n + 1, dtype=np.float64)
+        self.G = gammaln(counts[None, :] + self.rho[:, None])
+        self.Gsum = gammaln(counts + self.rho.sum())
+        self.lconst = float(gammaln(self.rho).sum() - gammaln(self.rho.sum()))
+        depths = np.arange(F + 2, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            self.log_ps = math.log(self.alpha) - self.beta * np.log1p(depths)
+            self.log_pstop = np.log1p(-np.exp(self.log_ps))
+            self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
+
+        W = self.M1.shape[1]
+        self.words = np.zeros(W, dtype=np.uint64)
+        self.scratch = np.zeros(W, dtype=np.uint64)
+        self.valid_f = np.zeros(F, dtype=np.int32)
+        self.n1_buf = np.zeros(F, dtype=np.int32)
+        self.counters = np.zeros(5, dtype=np.int64)
+        self._alloc(cap_or=max(1024, 4 * F + 4), cap_and=max(1024, 2 * F + 2))
+
+        # The root: all samples at depth 0.
+        self.or_counts[0] = np.bincount(y, minlength=self.n_classes)
+        K.new_or_node(
+            0, 0, group_sizes.size == 1, self.G, self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.ub_inf,
+            self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
+            self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp,
+        )
+        h1, h2 = (np.uint64(h) for h in K.hash_words(self.root_words))
+        _, slot = K.ht_find(h1, h2, 0, self.ht_h1, self.ht_h2, self.ht_val, self.or_depth)
+        self.ht_h1[slot], self.ht_h2[slot], self.ht_val[slot] = h1, h2, 0
+        self.counters[K.C_N_OR] = 1
+        self.counters[K.C_HT_USED] = 1
+        self.n_expansions_ = 0
+        self.peak_bytes = self.nbytes
+
+    # -- storage ---------------------------------------------------------------------------
+    def _alloc(self, cap_or: int, cap_and: int) -> None:
+        for name, dtype, _ in _OR_FIELDS:
+            setattr(self, name, np.zeros(cap_or, dtype=dtype))
+        self.or_counts = np.zeros((cap_or, self.n_classes), dtype=np.int32)
+        for name, dtype in _AND_FIELDS:
+            setattr(self, name, np.zeros(cap_and, dtype=dtype))
+        self.edge_next = np.zeros(2 * cap_and, dtype=np.int64)
+        cap_ht = 1 << max(10, int(math.ceil(math.log2(4 * cap_or))))
+        self.ht_h1 = np.zeros(cap_ht, dtype=np.uint64)
+        self.ht_h2 = np.zeros(cap_ht, dtype=np.uint64)
+        self.ht_val = np.full(cap_ht, -1, dtype=np.int32)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the search graph's arrays (their capacity, not just their use)."""
+        names = [f[0] for f in _OR_FIELDS] + [f[0] for f in _AND_FIELDS]
+        names += ["or_counts", "edge_next", "ht_h1", "ht_h2", "ht_val"]
+        return int(sum(getattr(self, a).nbytes for a in names))
+
+    def _grown_nbytes(self) -> int:
+        """Bytes the arrays would hold after the next doubling."""
+        return 2 * self.nbytes
+
+    def _grow(self) -> None:
+        """Double the capacities that are short of room for one more expansion."""
+        F = self.n_features
+        n_or, n_and = int(self.counters[K.C_N_OR]), int(self.counters[K.C_N_AND])
+        cap_or, cap_and = self.or_lb.shape[0], self.and_feature.shape[0]
+        if n_or + 2 * F > cap_or:
+            new = max(2 * cap_or, n_or + 2 * F)
+            for name, _, _ in _OR_FIELDS:
+                setattr(self, name, _resized(getattr(self, name), new))
+            self.or_counts = _resized(self.or_counts, new)
+        if n_and + F > cap_and:
+            new = max(2 * cap_and, n_and + F)
+            for name, _ in _AND_FIELDS:
+                setattr(self, name, _resized(getattr(self, name), new))
+            self.edge_next = _resized(self.edge_next, 2 * new)
+        used = int(self.counters[K.C_HT_USED])
+        if 2 * (used + 2 * F) > self.ht_val.shape[0]:
+            cap = self.ht_val.shape[0]
+            while 2 * (used + 2 * F) > cap:
+                cap *= 2
+            h1, h2 = np.zeros(cap, np.uint64), np.zeros(cap, np.uint64)
+            val = np.full(cap, -1, np.int32)
+            K.rehash(self.ht_h1, self.ht_h2, self.ht_val, h1, h2, val, self.or_depth)
+            self.ht_h1, self.ht_h2, self.ht_val = h1, h2, val
+        self.peak_bytes = max(self.peak_bytes, self.nbytes)
+
+    # -- running ---------------------------------------------------------------------------
+    @property
+    def lower_bound(self) -> float:
+        return float(self.or_lb[0])
+
+    @property
+    def upper_bound(self) -> float:
+        return float(self.or_ub[0])
+
+    @property
+    def solved(self) -> bool:
+        return bool(self.or_lb[0] >= self.or_ub[0])
+
+    def step(self, max_iter: int) -> int:
+        """Run at most ``max_iter`` expansions (growing storage as needed); return a status."""
+        done = 0
+        while done < max_iter:
+            before = int(self.counters[K.C_N_EXP])
+            status = K.run_search(
+                self.M1, self.Y, self.row_group, self.group_masks, self.root_words, self.G, self.Gsum, self.lconst,
+                self.log_ps, self.log_pstop, self.log_int,
+                self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
+                self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
+                self.or_first_edge, self.or_stamp,
+                self.and_feature, self.and_parent, self.and_child0, self.and_child1,
+                self.edge_next, self.ht_h1, self.ht_h2, self.ht_val, self.buf_a, self.buf_b,
+                self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
+                max_iter - done, self.tie_rule, self.ub_inf,
+            )
+            done += int(self.counters[K.C_N_EXP]) - before
+            self.n_expansions_ = int(self.counters[K.C_N_EXP])
+            if status == K.STATUS_GROW:
+                return status
+            if status == K.STATUS_INTERNAL_ERROR:
+                raise RuntimeError(
+                    "MAPTree search reached an inconsistent state (an unsolved node "
+                    "without an unsolved child); please report this with your data."
+                )
+            if status == K.STATUS_SOLVED:
+                return status
+        return K.STATUS_BUDGET
+
+    def run(
+        self,
+        max_expansions: int | None = None,
+        time_limit: float | None = None,
+        memory_limit: int | None = None,
+        callback: Callable[["AndOrSearch"], None] | None = None,
+        callback_interval: float = 1.0,
+    ) -> SearchResult:
+        """Search until solved or a limit is reached; return the bounds and why it stopped.
+
+        ``memory_limit`` is in bytes and caps the search graph's arrays: the
+        search stops (returning its incumbent) rather than grow past it.
+        The time limit is checked between chunks of expansions sized to take
+        about 1/50 of the limit (at most 0.2 s), so it is honoured closely.
+        """
+        t0 = time.perf_counter()
+        chunk = 16
+        target = 0.2 if time_limit is None else min(0.2, max(0.005, time_limit / 50))
+        last_cb = t0
+        reason = "optimal"
+        while True:
+            if self.solved:
+                reason = "optimal"
+                break
+            if max_expansions is not None and self.n_expansions_ >= max_expansions:
+                reason = "max_expansions"
+                break
+            now = time.perf_counter()
+            if time_limit is not None and now - t0 >= time_limit:
+                reason = "time_limit"
+                break
+            n = chunk
+            if max_expansions is not None:
+                n = min(n, max_expansions - self.n_expansions_)
+            t1 = time.perf_counter()
+            status = self.step(n)
+            dt = time.perf_counter() - t1
+            if status == K.STATUS_GROW:
+                if memory_limit is not None and self._grown_nbytes() > memory_limit:
+                    reason = "memory_limit"
+                    break
+                self._grow()
+                continue
+            if dt < target / 2:
+                chunk = min(chunk * 2, 1 << 20)
+            elif dt > target and chunk > 1:
+                chunk = max(1, chunk // 2)
+            if callback is not None and time.perf_counter() - last_cb >= callback_interval:
+                callback(self)
+                last_cb = time.perf_counter()
+        elapsed = time.perf_counter() - t0
+        ub, lb = self.upper_bound, self.lower_bound
+        optimal = bool(lb >= ub or (ub - lb) <= 1e-9 * max(1.0, abs(ub)))
+        if optimal:
+            reason = "optimal"
+        return SearchResult(
+            lower_bound=min(lb, ub),
+            upper_bound=ub,
+            optimal=optimal,
+            stop_reason=reason,
+            n_expansions=self.n_expansions_,
+            n_or_nodes=int(self.counters[K.C_N_OR]),
+            n_and_nodes=int(self.counters[K.C_N_AND]),
+            search_time=elapsed,
+            peak_bytes=self.peak_bytes,
+        )
+
+    # -- reading the answer ------------------------------------------------------------------
+    def _best_ub_and(self, o: int) -> tuple[int, float]:
+        """The AND child of ``o`` with the smallest UB (lowest feature on ties), and that UB."""
+        s, c = int(self.or_and_start[o]), int(self.or_and_count[o])
+        if c == 0:
+            return -1, math.inf
+        a = np.arange(s, s + c)
+        ubs = self.or_pen[o] + self.or_ub[self.and_child0[a]] + self.or_ub[self.and_child1[a]]
+        j = int(np.argmin(ubs))  # first minimum = lowest feature (AND nodes are in feature order)
+        return s + j, float(ubs[j])
+
+    def solution(
+        self, classes=None, feature_names=None, value_fn: Callable | None = None
+    ) -> Tree:
+        """The incumbent tree: the minimum-UB partial solution of the explicit graph.
+
+        A leaf wins ties against splits.  Unexpanded nodes are leaves.  Leaves
+        carry the training class counts and ``value_fn(counts)`` (default: the
+        posterior mean ``(c + rho) / (n + sum(rho))``).
+        """
+        if value_fn is None:
+            rho = self.rho
+
+            def value_fn(c):
+                return (c + rho) / (c.sum() + rho.sum())
+
+        b = TreeBuilder(self.n_features, classes=classes, feature_names=feature_names)
+        stack = [(0, 0, -1, False)]  # (or node, depth, parent tree node, is_right)
+        pending: dict[int, list] = {}
+        while stack:
+            o, depth, parent, is_right = stack.pop()
+            c = self.or_counts[o].astype(np.float64)
+            node = b.add_node(c, value_fn(c), depth)
+            if parent >= 0:
+                pending[parent][1 if is_right else 0] = node
+                left, right, feature = pending[parent]
+                if left is not None and right is not None:
+                    b.set_split(parent, BINARY, feature, 0.5, left, right)
+            if self.or_expanded[o]:
+                a, ub_a = self._best_ub_and(o)
+                if a >= 0 and not (self.or_leaf[o] <= ub_a):
+                    pending[node] = [None, None, int(self.and_feature[a])]
+                    stack.append((int(self.and_child1[a]), depth + 1, node, True))
+                    stack.append((int(self.and_child0[a]), depth + 1, node, False))
+        return b.build()
+
+    # -- checking --------------------------------------------------------------------------
+    def check_invariants(self, rtol: float = 1e-9) -> None:
+        """Assert the bound invariants of spec §4.3 on every expanded OR node.
+
+        INV-UB: UB = min(leaf cost, min over AND children of UB);
+        INV-LB: LB >= min(leaf cost, min over AND children of LB);
+        INV-ORD: LB <= UB (up to rounding).  Unexpanded nodes: LB <= UB.
+        Raises AssertionError naming the first violating node.
+        """
+        n_or = int(self.counters[K.C_N_OR])
+        lb, ub, leaf = self.or_lb[:n_or], self.or_ub[:n_or], self.or_leaf[:n_or]
+        tol = rtol * np.maximum(1.0, np.abs(np.where(np.isfinite(ub), ub, 0.0)))
+        bad = np.flatnonzero(lb > ub + tol)
+        assert bad.size == 0, f"INV-ORD violated at OR node {bad[0]}: LB {lb[bad[0]]} > UB {ub[bad[0]]}"
+        for o in np.flatnonzero(self.or_expanded[:n_or]):
+            s, c = int(self.or_and_start[o]), int(self.or_and_count[o])
+            a = np.arange(s, s + c)
+            pen = self.or_pen[o]
+            fresh_lb = min([leaf[o]] + list(pen + lb[self.and_child0[a]] + lb[self.and_child1[a]]))
+            fresh_ub = min([leaf[o]] + list(pen + ub[self.and_child0[a]] + ub[self.and_child1[a]]))
+            assert ub[o] == fresh_ub, f"INV-UB violated at OR node {o}: {ub[o]} != {fresh_ub}"
+            assert lb[o] >= fresh_lb - tol[o], f"INV-LB violated at OR node {o}: {lb[o]} < {fresh_lb}"
+
+
+def _resized(a: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n,) + a.shape[1:], dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out

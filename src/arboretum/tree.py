@@ -1,0 +1,1117 @@
+"""The decision tree shared by every model of arboretum.
+
+A :class:`Tree` stores its nodes in flat arrays (node 0 is the root), much like
+scikit-learn's ``tree_`` object, but several kinds of split can coexist in the
+same tree.  A sample goes to the LEFT child when the split's test is true:
+
+=============  ===========================================================
+kind           test (sample goes left when true)
+=============  ===========================================================
+``BINARY``     ``x[f] == 0`` (implemented as ``x[f] <= 0.5``)
+``THRESHOLD``  ``x[f] <= threshold[i]``
+``CATEGORY``   ``x[f]`` is one of ``categories[i]``
+``HYPERPLANE`` ``dot(coefs[i], x) <= threshold[i]`` (``feature[i] == -1``)
+=============  ===========================================================
+
+Missing values (NaN) fail every test and therefore go right.
+
+Trees are made with a :class:`TreeBuilder`, read back with
+:meth:`Tree.from_dict` / :meth:`Tree.from_json`, or parsed from the compact
+parenthesised notation of the MAPTree paper with :meth:`Tree.from_paren`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+__all__ = [
+    "LEAF",
+    "BINARY",
+    "THRESHOLD",
+    "CATEGORY",
+    "HYPERPLANE",
+    "SPLIT_KIND_NAMES",
+    "Tree",
+    "TreeBuilder",
+]
+
+LEAF = 0
+BINARY = 1
+THRESHOLD = 2
+CATEGORY = 3
+HYPERPLANE = 4
+
+#: Human-readable name of every split kind, indexed by its code.
+SPLIT_KIND_NAMES: dict[int, str] = {
+    LEAF: "LEAF",
+    BINARY: "BINARY",
+    THRESHOLD: "THRESHOLD",
+    CATEGORY: "CATEGORY",
+    HYPERPLANE: "HYPERPLANE",
+}
+_KIND_BY_NAME = {name.lower(): code for code, name in SPLIT_KIND_NAMES.items()}
+_TASKS = ("classification", "regression")
+
+_FORMAT = "arboretum.Tree"
+_VERSION = 1
+
+
+# ---------------------------------------------------------------------------
+# small helpers
+# ---------------------------------------------------------------------------
+
+
+def _check_task(task: str) -> str:
+    if task not in _TASKS:
+        raise ValueError(f"task must be one of {list(_TASKS)}; got {task!r}")
+    return task
+
+
+def _parse_kind(kind: int | str) -> int:
+    """Return the integer code of a split kind given as code or name."""
+    allowed = ", ".join(f"{n} ({c})" for c, n in SPLIT_KIND_NAMES.items() if c != LEAF)
+    if isinstance(kind, str):
+        code = _KIND_BY_NAME.get(kind.lower())
+    elif isinstance(kind, (int, np.integer)) and not isinstance(kind, bool):
+        code = int(kind)
+    else:
+        code = None
+    if code is None or code == LEAF or code not in SPLIT_KIND_NAMES:
+        raise ValueError(f"kind must be one of {allowed}; got {kind!r}")
+    return code
+
+
+def _fmt_num(x: float, decimals: int) -> str:
+    """Round ``x`` to ``decimals`` places and drop useless trailing zeros."""
+    x = float(x)
+    if math.isfinite(x) and x == round(x) and abs(x) < 1e15:
+        return str(int(round(x)))
+    text = f"{x:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _encode_float(v: float) -> float | str | None:
+    """JSON-safe float: NaN becomes None and infinities become strings."""
+    if math.isnan(v):
+        return None
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return float(v)
+
+
+def _decode_float(v: Any) -> float:
+    if v is None:
+        return math.nan
+    if v == "Infinity":
+        return math.inf
+    if v == "-Infinity":
+        return -math.inf
+    return float(v)
+
+
+def _encode_floats(arr: np.ndarray) -> list:
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim == 1:
+        return [_encode_float(v) for v in arr.tolist()]
+    return [_encode_floats(row) for row in arr]
+
+
+def _decode_floats(data: Any, ndim: int) -> np.ndarray:
+    if ndim == 1:
+        return np.array([_decode_float(v) for v in data], dtype=np.float64)
+    rows = [_decode_floats(row, ndim - 1) for row in data]
+    if not rows:
+        return np.zeros((0,) * ndim, dtype=np.float64)
+    return np.stack(rows)
+
+
+def _as_float_vector(values: Any, what: str) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be a 1-D array; got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} must be finite; got {arr.tolist()}")
+    return arr
+
+
+# ---------------------------------------------------------------------------
+# Tree
+# ---------------------------------------------------------------------------
+
+
+class Tree:
+    """A decision tree stored as flat node arrays.
+
+    Build trees with :class:`TreeBuilder` rather than by calling this
+    constructor; the constructor validates the arrays it is given.
+
+    Parameters
+    ----------
+    children_left, children_right : array-like of int, shape (n_nodes,)
+        Child ids, ``-1`` at leaves.
+    split_kind : array-like of int, shape (n_nodes,)
+        One of ``LEAF``, ``BINARY``, ``THRESHOLD``, ``CATEGORY``, ``HYPERPLANE``.
+    feature : array-like of int, shape (n_nodes,)
+        Feature tested at the node; ``-1`` at leaves and hyperplane splits.
+    threshold : array-like of float, shape (n_nodes,)
+        Split threshold; ``NaN`` at leaves and category splits, ``0.5`` for
+        binary splits.
+    value : array-like of float, shape (n_nodes, n_values)
+        Classification: class probabilities predicted at the node.
+        Regression: predicted mean in column 0.
+    counts : array-like of float, shape (n_nodes, n_classes) or (n_nodes, 1)
+        Training class counts (possibly weighted); for regression the
+        number of samples.
+    depth : array-like of int, shape (n_nodes,)
+        Depth of each node, 0 at the root.
+    n_features : int
+        Number of input features.
+    classes : array-like or None, default=None
+        Class labels (classification only); ``None`` means predictions are
+        class indices.
+    task : {"classification", "regression"}, default="classification"
+    feature_names : list of str or None, default=None
+    categories : dict of int to array-like, default=None
+        Category codes sent left at every ``CATEGORY`` node.
+    coefs : dict of int to array-like, default=None
+        Coefficients (length ``n_features``) of every ``HYPERPLANE`` node.
+
+    Attributes
+    ----------
+    children_left, children_right, split_kind, feature, threshold, value,
+    counts, depth, n_features, classes, task, feature_names, categories, coefs
+        As above, stored as numpy arrays with dtypes int64, int64, int8,
+        int64, float64, float64, float64, int64.
+    """
+
+    def __init__(
+        self,
+        children_left: Any,
+        children_right: Any,
+        split_kind: Any,
+        feature: Any,
+        threshold: Any,
+        value: Any,
+        counts: Any,
+        depth: Any,
+        n_features: int,
+        *,
+        classes: Any = None,
+        task: str = "classification",
+        feature_names: Sequence[str] | None = None,
+        categories: Mapping[int, Any] | None = None,
+        coefs: Mapping[int, Any] | None = None,
+    ) -> None:
+        self.children_left = np.asarray(children_left, dtype=np.int64).copy()
+        self.children_right = np.asarray(children_right, dtype=np.int64).copy()
+        self.split_kind = np.asarray(split_kind, dtype=np.int8).copy()
+        self.feature = np.asarray(feature, dtype=np.int64).copy()
+        self.threshold = np.asarray(threshold, dtype=np.float64).copy()
+        self.value = np.asarray(value, dtype=np.float64).copy()
+        self.counts = np.asarray(counts, dtype=np.float64).copy()
+        self.depth = np.asarray(depth, dtype=np.int64).copy()
+        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
+            raise TypeError(f"n_features must be an integer >= 1; got {n_features!r}")
+        if n_features < 1:
+            raise ValueError(f"n_features must be an integer >= 1; got {n_features}")
+        self.n_features = int(n_features)
+        self.task = _check_task(task)
+        self.classes = None if classes is None else np.asarray(classes).copy()
+        self.feature_names = None if feature_names is None else [str(n) for n in feature_names]
+        self.categories = {
+            int(k): np.unique(np.asarray(v, dtype=np.float64)) for k, v in (categories or {}).items()
+        }
+        self.coefs = {int(k): np.asarray(v, dtype=np.float64).copy() for k, v in (coefs or {}).items()}
+        self._validate()
+
+    # -- validation ---------------------------------------------------------
+
+    def _validate(self) -> None:
+        n = self.children_left.shape[0]
+        if n == 0:
+            raise ValueError("a tree needs at least one node; got 0 nodes")
+        for name in ("children_left", "children_right", "split_kind", "feature", "threshold", "depth"):
+            arr = getattr(self, name)
+            if arr.shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},) like children_left; got {arr.shape}")
+        for name in ("value", "counts"):
+            arr = getattr(self, name)
+            if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 1:
+                raise ValueError(f"{name} must have shape ({n}, k) with k >= 1; got {arr.shape}")
+        self._validate_outputs()
+        self._validate_nodes()
+        self._validate_shape()
+        if self.feature_names is not None and len(self.feature_names) != self.n_features:
+            raise ValueError(
+                f"feature_names has {len(self.feature_names)} names but n_features={self.n_features}"
+            )
+
+    def _validate_outputs(self) -> None:
+        n_values, n_counts = self.value.shape[1], self.counts.shape[1]
+        if self.task == "classification":
+            if n_counts != n_values:
+                raise ValueError(
+                    f"for classification, counts and value need one column per class; "
+                    f"got {n_counts} and {n_values} columns"
+                )
+            if self.classes is not None:
+                if self.classes.ndim != 1 or self.classes.shape[0] != n_values:
+                    raise ValueError(
+                        f"classes must be a 1-D array of {n_values} labels (one per column of value); "
+                        f"got shape {self.classes.shape}"
+                    )
+        else:
+            if self.classes is not None:
+                raise ValueError("classes must be None for a regression tree")
+            if n_counts != 1:
+                raise ValueError(f"for regression, counts must have 1 column; got {n_counts}")
+
+    def _validate_nodes(self) -> None:
+        n = self.n_nodes
+        kinds = self.split_kind
+        left, right, feature, thr = self.children_left, self.children_right, self.feature, self.threshold
+
+        def first(mask: np.ndarray) -> int | None:
+            hits = np.flatnonzero(mask)
+            return int(hits[0]) if hits.size else None
+
+        if (i := first(~np.isin(kinds, list(SPLIT_KIND_NAMES)))) is not None:
+            raise ValueError(f"split_kind[{i}] = {kinds[i]} is not a valid split kind; allowed: {SPLIT_KIND_NAMES}")
+        leaf = kinds == LEAF
+        if (i := first(leaf & ((left != -1) | (right != -1)))) is not None:
+            raise ValueError(f"leaf node {i} must have children -1/-1; got {left[i]}/{right[i]}")
+        if (i := first(leaf & ((feature != -1) | ~np.isnan(thr)))) is not None:
+            raise ValueError(f"leaf node {i} must have feature -1 and threshold NaN; got {feature[i]}, {thr[i]}")
+        internal = ~leaf
+        ids = np.arange(n)
+        bad_child = internal & (
+            (left < 1) | (left >= n) | (right < 1) | (right >= n) | (left == ids) | (right == ids)
+        )
+        if (i := first(bad_child)) is not None:
+            raise ValueError(
+                f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} must have two children with ids in "
+                f"[1, {n - 1}] other than itself; got {left[i]} and {right[i]}"
+            )
+        if (i := first(internal & (left == right))) is not None:
+            raise ValueError(f"node {i} has the same node {left[i]} as left and right child")
+        hyper = kinds == HYPERPLANE
+        if (i := first(hyper & (feature != -1))) is not None:
+            raise ValueError(f"HYPERPLANE node {i} must have feature -1; got {feature[i]}")
+        if (i := first(internal & ~hyper & ((feature < 0) | (feature >= self.n_features)))) is not None:
+            raise ValueError(
+                f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} tests feature {feature[i]}, "
+                f"outside [0, {self.n_features - 1}]"
+            )
+        if (i := first((kinds == BINARY) & (thr != 0.5))) is not None:
+            raise ValueError(f"BINARY node {i} must have threshold 0.5; got {thr[i]}")
+        if (i := first(((kinds == THRESHOLD) | hyper) & np.isnan(thr))) is not None:
+            raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} needs a threshold; got NaN")
+        if (i := first((kinds == CATEGORY) & ~np.isnan(thr))) is not None:
+            raise ValueError(f"CATEGORY node {i} must have threshold NaN; got {thr[i]}")
+        for kind, table, tname in ((CATEGORY, self.categories, "categories"), (HYPERPLANE, self.coefs, "coefs")):
+            for i in np.flatnonzero(kinds == kind).tolist():
+                if i not in table:
+                    raise ValueError(f"{SPLIT_KIND_NAMES[kind]} node {i} has no entry in {tname}")
+            for k, v in table.items():
+                if not 0 <= k < n or kinds[k] != kind:
+                    raise ValueError(
+                        f"{tname} has an entry for node {k}, which is not a {SPLIT_KIND_NAMES[kind]} node"
+                    )
+                if not np.all(np.isfinite(v)):
+                    raise ValueError(f"{tname}[{k}] must be finite; got {v.tolist()}")
+                if kind == CATEGORY and (v.ndim != 1 or v.size == 0):
+                    raise ValueError(f"categories[{k}] must be a non-empty 1-D array of category codes")
+                if kind == HYPERPLANE and v.shape != (self.n_features,):
+                    raise ValueError(
+                        f"coefs[{k}] must be a vector of length n_features={self.n_features}; got shape {v.shape}"
+                    )
+
+    def _validate_shape(self) -> None:
+        n = self.n_nodes
+        internal = np.flatnonzero(self.split_kind != LEAF)
+        lefts, rights = self.children_left[internal], self.children_right[internal]
+        n_parents = np.bincount(np.concatenate([lefts, rights]), minlength=n)
+        if n_parents[0] > 0:
+            raise ValueError("node 0 must be the root, but it is the child of another node")
+        multi = np.flatnonzero(n_parents > 1)
+        if multi.size:
+            raise ValueError(f"node {int(multi[0])} is the child of {int(n_parents[multi[0]])} nodes")
+        orphans = np.flatnonzero(n_parents[1:] == 0) + 1
+        if orphans.size:
+            raise ValueError(
+                f"a tree has exactly one root (node 0), but nodes {orphans.tolist()[:10]} have no parent"
+            )
+        # every node has one parent and node 0 none, so unreachable nodes form cycles
+        seen = np.zeros(n, dtype=bool)
+        frontier = np.array([0])
+        while frontier.size:
+            seen[frontier] = True
+            frontier = frontier[self.split_kind[frontier] != LEAF]
+            frontier = np.concatenate([self.children_left[frontier], self.children_right[frontier]])
+        if not seen.all():
+            lost = np.flatnonzero(~seen).tolist()
+            raise ValueError(f"nodes {lost[:10]} are not reachable from the root: the children form a cycle")
+        if self.depth[0] != 0:
+            raise ValueError(f"the root must have depth 0; got {int(self.depth[0])}")
+        for children in (lefts, rights):
+            bad = np.flatnonzero(self.depth[children] != self.depth[internal] + 1)
+            if bad.size:
+                c, p = int(children[bad[0]]), int(internal[bad[0]])
+                raise ValueError(
+                    f"node {c} has depth {int(self.depth[c])}, but its parent node {p} has depth {int(self.depth[p])}"
+                )
+
+    # -- basic properties ---------------------------------------------------
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes."""
+        return int(self.children_left.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        """Number of leaves."""
+        return int(np.count_nonzero(self.split_kind == LEAF))
+
+    @property
+    def max_depth(self) -> int:
+        """Depth of the deepest leaf (0 for a single leaf)."""
+        return int(self.depth.max())
+
+    @property
+    def n_classes(self) -> int | None:
+        """Number of classes (``None`` for regression)."""
+        return int(self.value.shape[1]) if self.task == "classification" else None
+
+    def is_leaf(self, i: int) -> bool:
+        """Return whether node ``i`` is a leaf."""
+        if not 0 <= i < self.n_nodes:
+            raise IndexError(f"node id {i} out of range [0, {self.n_nodes - 1}]")
+        return bool(self.split_kind[i] == LEAF)
+
+    # -- prediction ---------------------------------------------------------
+
+    def _check_X(self, X: Any) -> np.ndarray:
+        if sparse.issparse(X):
+            raise TypeError("X must be a dense array; sparse matrices are not supported")
+        X = np.asarray(X)
+        if X.dtype.kind == "O":
+            try:
+                X = X.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"X must contain numbers; could not convert it to float: {exc}") from None
+        elif X.dtype.kind not in "biuf":
+            raise TypeError(f"X must contain real numbers; got dtype {X.dtype}")
+        if X.ndim != 2:
+            hint = " (use X.reshape(1, -1) for a single sample)" if X.ndim == 1 else ""
+            raise ValueError(
+                f"X must be a 2-D array of shape (n_samples, {self.n_features}); "
+                f"got {X.ndim} dimension(s){hint}"
+            )
+        if X.shape[1] != self.n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features (columns), but this tree uses n_features={self.n_features}"
+            )
+        return X
+
+    def _goes_left(self, i: int, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        kind = self.split_kind[i]
+        if kind == HYPERPLANE:
+            return X[idx] @ self.coefs[i] <= self.threshold[i]
+        column = X[idx, self.feature[i]]
+        if kind == CATEGORY:
+            return np.isin(column, self.categories[i])
+        return column <= self.threshold[i]  # BINARY (0.5) and THRESHOLD
+
+    def apply(self, X: Any) -> np.ndarray:
+        """Return the id of the leaf reached by every sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        leaves : ndarray of int64, shape (n_samples,)
+        """
+        X = self._check_X(X)
+        out = np.zeros(X.shape[0], dtype=np.int64)
+        stack = [(0, np.arange(X.shape[0]))]
+        while stack:
+            i, idx = stack.pop()
+            if idx.size == 0:
+                continue
+            if self.split_kind[i] == LEAF:
+                out[idx] = i
+                continue
+            left = self._goes_left(i, X, idx)
+            stack.append((int(self.children_right[i]), idx[~left]))
+            stack.append((int(self.children_left[i]), idx[left]))
+        return out
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predict a class label (classification) or a value (regression).
+
+        Classification returns ``classes[argmax(value[leaf])]`` (ties go to
+        the lowest class index), or the class index when ``classes`` is None.
+        """
+        leaves = self.apply(X)
+        if self.task == "regression":
+            return self.value[leaves, 0].copy()
+        best = np.argmax(self.value, axis=1)[leaves]
+        return best if self.classes is None else self.classes[best]
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Return ``value[leaf]``: class probabilities, shape (n_samples, n_classes)."""
+        if self.task != "classification":
+            raise ValueError("predict_proba is only available for classification trees")
+        return self.value[self.apply(X)].copy()
+
+    # -- text export ----------------------------------------------------------
+
+    def _names(self, feature_names: Sequence[str] | None) -> list[str]:
+        if feature_names is None:
+            feature_names = self.feature_names
+        if feature_names is None:
+            return [f"x[{j}]" for j in range(self.n_features)]
+        names = [str(n) for n in feature_names]
+        if len(names) != self.n_features:
+            raise ValueError(f"feature_names has {len(names)} names but the tree has {self.n_features} features")
+        return names
+
+    def _conditions(self, i: int, names: list[str], decimals: int) -> tuple[str, str]:
+        """Return the (left, right) condition texts of split node ``i``."""
+        kind = self.split_kind[i]
+        t = self.threshold[i]
+        if kind == BINARY:
+            name = names[self.feature[i]]
+            return f"{name} = 0", f"{name} = 1"
+        if kind == THRESHOLD:
+            name = names[self.feature[i]]
+            return f"{name} <= {t:.{decimals}f}", f"{name} >  {t:.{decimals}f}"
+        if kind == CATEGORY:
+            name = names[self.feature[i]]
+            cats = "{" + ", ".join(_fmt_num(c, decimals) for c in self.categories[i]) + "}"
+            return f"{name} in {cats}", f"{name} not in {cats}"
+        terms = []
+        for j, c in enumerate(self.coefs[i]):
+            if c == 0:
+                continue
+            mag = _fmt_num(abs(c), decimals)
+            sign = "-" if c < 0 else "+"
+            term = f"{mag}*{names[j]}"
+            terms.append((sign, term))
+        if not terms:
+            lhs = "0"
+        else:
+            lhs = ("-" if terms[0][0] == "-" else "") + terms[0][1]
+            lhs += "".join(f" {s} {term}" for s, term in terms[1:])
+        return f"{lhs} <= {t:.{decimals}f}", f"{lhs} >  {t:.{decimals}f}"
+
+    def _leaf_text(self, i: int, decimals: int, show_counts: bool, sep: str = "  ") -> str:
+        counts = "[" + ", ".join(_fmt_num(c, decimals) for c in self.counts[i]) + "]"
+        if self.task == "regression":
+            text = f"value: {self.value[i, 0]:.{decimals}f}"
+            return text + (f"{sep}(n={_fmt_num(self.counts[i, 0], decimals)})" if show_counts else "")
+        k = int(np.argmax(self.value[i]))
+        label = k if self.classes is None else self.classes[k]
+        text = f"class: {label}"
+        if show_counts:
+            text += f"{sep}(counts {counts}, p={_fmt_num(self.value[i, k], decimals)})"
+        return text
+
+    def export_text(
+        self,
+        feature_names: Sequence[str] | None = None,
+        decimals: int = 3,
+        show_counts: bool = True,
+    ) -> str:
+        """Return a readable, indented text rendering of the tree.
+
+        Parameters
+        ----------
+        feature_names : list of str, optional
+            Defaults to ``self.feature_names``, then ``x[j]``.
+        decimals : int, default=3
+            Decimal places of thresholds, counts and probabilities.
+        show_counts : bool, default=True
+            Show the training counts and the predicted probability at leaves.
+
+        Returns
+        -------
+        text : str
+            For example::
+
+                |--- age <= 42.500
+                |   |--- class: 1  (counts [3, 17], p=0.85)
+                |--- age >  42.500
+                |   |--- class: 0  (counts [9, 1], p=0.9)
+        """
+        if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or decimals < 0:
+            raise ValueError(f"decimals must be an integer >= 0; got {decimals!r}")
+        names = self._names(feature_names)
+        lines: list[str] = []
+        stack: list[tuple[int, int] | str] = [(0, 0)]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                lines.append(item)
+                continue
+            i, d = item
+            indent = "|   " * d + "|--- "
+            if self.split_kind[i] == LEAF:
+                lines.append(indent + self._leaf_text(i, decimals, show_counts))
+                continue
+            left_text, right_text = self._conditions(i, names, decimals)
+            stack.append((int(self.children_right[i]), d + 1))
+            stack.append(indent + right_text)
+            stack.append((int(self.children_left[i]), d + 1))
+            stack.append(indent + left_text)
+        return "\n".join(lines) + "\n"
+
+    def to_dot(self, feature_names: Sequence[str] | None = None, decimals: int = 3) -> str:
+        """Return Graphviz DOT source drawing the tree (render it with ``dot -Tpng``).
+
+        Left edges are labelled ``True`` and right edges ``False``.
+        """
+        names = self._names(feature_names)
+
+        def quote(text: str) -> str:
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+        lines = [
+            "digraph Tree {",
+            'node [shape=box, style="rounded", fontname="helvetica"];',
+            'edge [fontname="helvetica"];',
+        ]
+        for i in range(self.n_nodes):
+            counts = ", ".join(_fmt_num(c, decimals) for c in self.counts[i])
+            if self.split_kind[i] == LEAF:
+                label = self._leaf_text(i, decimals, show_counts=False)
+                label += f"\ncounts = [{counts}]"
+                if self.task == "classification":
+                    label += f"\np = {_fmt_num(self.value[i].max(), decimals)}"
+            else:
+                label = self._conditions(i, names, decimals)[0] + f"\ncounts = [{counts}]"
+            lines.append(f"{i} [label={quote(label)}];")
+        for i in range(self.n_nodes):
+            if self.split_kind[i] != LEAF:
+                lines.append(f'{i} -> {int(self.children_left[i])} [label="True"];')
+                lines.append(f'{i} -> {int(self.children_right[i])} [label="False"];')
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    # -- parenthesised notation ---------------------------------------------
+
+    def to_paren(self) -> str:
+        """Return the MAPTree notation of a tree with only BINARY splits.
+
+        A leaf is ``""`` and a node splitting on feature ``f`` is
+        ``"(" + left + str(f) + right + ")"``; e.g. ``"(0)"`` is a stump on
+        ``x0`` and ``"((1)0(1))"`` splits on ``x0`` then on ``x1`` on both sides.
+        """
+        parts: list[str] = []
+        stack: list[int | str] = [0]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                parts.append(item)
+                continue
+            kind = self.split_kind[item]
+            if kind == LEAF:
+                continue
+            if kind != BINARY:
+                raise ValueError(
+                    f"to_paren needs a tree with only BINARY splits; node {item} is a "
+                    f"{SPLIT_KIND_NAMES[int(kind)]} split"
+                )
+            stack.extend([")", int(self.children_right[item]), str(int(self.feature[item])),
+                          int(self.children_left[item]), "("])
+        return "".join(parts)
+
+    @classmethod
+    def from_paren(
+        cls,
+        s: str,
+        n_features: int,
+        *,
+        classes: Any = None,
+        n_classes: int = 2,
+        feature_names: Sequence[str] | None = None,
+    ) -> Tree:
+        """Parse the MAPTree notation (see :meth:`to_paren`) into a BINARY tree.
+
+        Counts are all zero and values uniform over the classes; nodes are
+        numbered in pre-order (node, left subtree, right subtree).
+
+        Parameters
+        ----------
+        s : str
+            E.g. ``"((1)0(1))"``; the empty string is a single leaf.
+        n_features : int
+        classes : array-like, optional
+            Class labels; defaults to ``0 .. n_classes - 1``.
+        n_classes : int, default=2
+            Used only when ``classes`` is None.
+        feature_names : list of str, optional
+        """
+        if not isinstance(s, str):
+            raise TypeError(f"s must be a str; got {type(s).__name__}")
+        tokens: list[str] = []
+        pos = 0
+        while pos < len(s):
+            ch = s[pos]
+            if ch in "()":
+                tokens.append(ch)
+                pos += 1
+            elif ch.isdigit():
+                end = pos
+                while end < len(s) and s[end].isdigit():
+                    end += 1
+                tokens.append(s[pos:end])
+                pos = end
+            elif ch.isspace():
+                pos += 1
+            else:
+                raise ValueError(f"invalid character {ch!r} at position {pos} in tree string {s!r}")
+        if classes is not None:
+            classes = np.asarray(classes)
+            n_classes = classes.shape[0]
+        else:
+            classes = np.arange(n_classes)
+        builder = TreeBuilder(n_features, classes=classes, feature_names=feature_names)
+        zeros = np.zeros(n_classes)
+        uniform = np.full(n_classes, 1.0 / n_classes)
+
+        def new(depth: int) -> int:
+            return builder.add_node(zeros, uniform, depth)
+
+        def error(msg: str) -> ValueError:
+            return ValueError(f"malformed tree string {s!r}: {msg}")
+
+        cursor = 0
+
+        def opens() -> bool:
+            nonlocal cursor
+            if cursor < len(tokens) and tokens[cursor] == "(":
+                cursor += 1
+                return True
+            return False
+
+        root = new(0)
+        # frame: [node, phase, left, feature, right]; phase 0 wants the left
+        # subtree, 1 the feature index, 2 the closing ")" (after the right subtree)
+        stack: list[list[int]] = [[root, 0, -1, -1, -1]] if opens() else []
+        while stack:
+            frame = stack[-1]
+            node, phase = frame[0], frame[1]
+            depth = builder._depth[node]
+            if phase == 0:
+                frame[2], frame[1] = new(depth + 1), 1
+                if opens():
+                    stack.append([frame[2], 0, -1, -1, -1])
+            elif phase == 1:
+                if cursor >= len(tokens) or not tokens[cursor].isdigit():
+                    found = tokens[cursor] if cursor < len(tokens) else "end of string"
+                    raise error(f"expected a feature index, found {found!r}")
+                frame[3] = int(tokens[cursor])
+                if frame[3] >= n_features:
+                    raise error(f"feature {frame[3]} is out of range for n_features={n_features}")
+                cursor += 1
+                frame[4], frame[1] = new(depth + 1), 2
+                if opens():
+                    stack.append([frame[4], 0, -1, -1, -1])
+            else:
+                if cursor >= len(tokens) or tokens[cursor] != ")":
+                    found = tokens[cursor] if cursor < len(tokens) else "end of string"
+                    raise error(f"expected ')', found {found!r}")
+                cursor += 1
+                builder.set_split(node, BINARY, frame[3], 0.5, frame[2], frame[4])
+                stack.pop()
+        if cursor != len(tokens):
+            raise error(f"unexpected {tokens[cursor]!r} after the end of the tree")
+        return builder.build()
+
+    # -- serialisation ------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a dict of pure JSON types (NaN becomes None) describing the tree."""
+        if self.classes is None:
+            classes, classes_dtype = None, None
+        else:
+            classes = self.classes.tolist()
+            for c in classes:
+                if not isinstance(c, (int, float, str, bool)):
+                    raise TypeError(
+                        f"class labels must be int, float, str or bool to be serialised; got {type(c).__name__}"
+                    )
+            classes_dtype = self.classes.dtype.str
+        return {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "task": self.task,
+            "n_features": self.n_features,
+            "classes": classes,
+            "classes_dtype": classes_dtype,
+            "feature_names": None if self.feature_names is None else list(self.feature_names),
+            "children_left": self.children_left.tolist(),
+            "children_right": self.children_right.tolist(),
+            "split_kind": self.split_kind.tolist(),
+            "feature": self.feature.tolist(),
+            "threshold": _encode_floats(self.threshold),
+            "value": _encode_floats(self.value),
+            "counts": _encode_floats(self.counts),
+            "depth": self.depth.tolist(),
+            "categories": {str(k): _encode_floats(v) for k, v in sorted(self.categories.items())},
+            "coefs": {str(k): _encode_floats(v) for k, v in sorted(self.coefs.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Tree:
+        """Rebuild a tree from the output of :meth:`to_dict`."""
+        if not isinstance(d, Mapping):
+            raise TypeError(f"from_dict needs a dict; got {type(d).__name__}")
+        if d.get("format") != _FORMAT:
+            raise ValueError(f"not a serialised tree: 'format' must be {_FORMAT!r}; got {d.get('format')!r}")
+        if d.get("version") != _VERSION:
+            raise ValueError(
+                f"unsupported {_FORMAT} version {d.get('version')!r}; this arboretum reads version {_VERSION}"
+            )
+        required = ("task", "n_features", "children_left", "children_right", "split_kind",
+                    "feature", "threshold", "value", "counts", "depth")
+        missing = [k for k in required if k not in d]
+        if missing:
+            raise ValueError(f"serialised tree is missing keys {missing}")
+        classes = d.get("classes")
+        if classes is not None:
+            dtype = d.get("classes_dtype")
+            classes = np.asarray(classes, dtype=np.dtype(dtype) if dtype else None)
+        return cls(
+            d["children_left"],
+            d["children_right"],
+            d["split_kind"],
+            d["feature"],
+            _decode_floats(d["threshold"], 1),
+            _decode_floats(d["value"], 2),
+            _decode_floats(d["counts"], 2),
+            d["depth"],
+            int(d["n_features"]),
+            classes=classes,
+            task=d["task"],
+            feature_names=d.get("feature_names"),
+            categories={int(k): _decode_floats(v, 1) for k, v in (d.get("categories") or {}).items()},
+            coefs={int(k): _decode_floats(v, 1) for k, v in (d.get("coefs") or {}).items()},
+        )
+
+    def to_json(self, path: str | os.PathLike | None = None, **json_kwargs: Any) -> str:
+        """Return the tree as a JSON string, also writing it to ``path`` if given."""
+        text = json.dumps(self.to_dict(), allow_nan=False, **json_kwargs)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        return text
+
+    @classmethod
+    def from_json(cls, path_or_str: str | os.PathLike) -> Tree:
+        """Read a tree from a JSON string or from the path of a JSON file."""
+        if isinstance(path_or_str, str) and path_or_str.lstrip().startswith("{"):
+            text = path_or_str
+        else:
+            with open(path_or_str, encoding="utf-8") as fh:
+                text = fh.read()
+        return cls.from_dict(json.loads(text))
+
+    # -- comparison and display ---------------------------------------------
+
+    def structurally_equal(self, other: Tree) -> bool:
+        """Return whether two trees have the same shape and the same splits.
+
+        Node numbering, counts and values are ignored; split kinds, features,
+        thresholds, category sets and hyperplane coefficients must be equal.
+        """
+        if not isinstance(other, Tree) or other.n_features != self.n_features:
+            return False
+        stack = [(0, 0)]
+        while stack:
+            i, j = stack.pop()
+            kind = self.split_kind[i]
+            if kind != other.split_kind[j]:
+                return False
+            if kind == LEAF:
+                continue
+            if self.feature[i] != other.feature[j]:
+                return False
+            if kind in (THRESHOLD, HYPERPLANE) and self.threshold[i] != other.threshold[j]:
+                return False
+            if kind == CATEGORY and not np.array_equal(self.categories[i], other.categories[j]):
+                return False
+            if kind == HYPERPLANE and not np.array_equal(self.coefs[i], other.coefs[j]):
+                return False
+            stack.append((int(self.children_left[i]), int(other.children_left[j])))
+            stack.append((int(self.children_right[i]), int(other.children_right[j])))
+        return True
+
+    def __repr__(self) -> str:
+        kinds = {
+            SPLIT_KIND_NAMES[k]: int(c)
+            for k, c in enumerate(np.bincount(self.split_kind, minlength=5))
+            if k != LEAF and c
+        }
+        extra = f", n_classes={self.n_classes}" if self.task == "classification" else ""
+        return (
+            f"Tree(task={self.task!r}, n_nodes={self.n_nodes}, n_leaves={self.n_leaves}, "
+            f"max_depth={self.max_depth}, n_features={self.n_features}{extra}, splits={kinds})"
+        )
+
+
+# ---------------------------------------------------------------------------
+# TreeBuilder
+# ---------------------------------------------------------------------------
+
+
+class TreeBuilder:
+    """Incrementally build a :class:`Tree`.
+
+    Add nodes as leaves with :meth:`add_node`, turn some into splits with
+    :meth:`set_split`, then call :meth:`build`.  The first node added is the
+    root.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of input features.
+    classes : array-like, optional
+        Class labels (classification); fixes the number of value columns.
+    task : {"classification", "regression"}, default="classification"
+    feature_names : list of str, optional
+
+    Examples
+    --------
+    >>> b = TreeBuilder(n_features=2, classes=[0, 1])
+    >>> root = b.add_node([5, 5], [0.5, 0.5], depth=0)
+    >>> left = b.add_node([4, 1], [0.8, 0.2], depth=1)
+    >>> right = b.add_node([1, 4], [0.2, 0.8], depth=1)
+    >>> b.set_split(root, BINARY, 1, 0.5, left, right)
+    >>> b.build().predict([[0, 1], [1, 0]])
+    array([1, 0])
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        classes: Any = None,
+        task: str = "classification",
+        feature_names: Sequence[str] | None = None,
+    ) -> None:
+        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
+            raise ValueError(f"n_features must be an integer >= 1; got {n_features!r}")
+        self.n_features = int(n_features)
+        self.task = _check_task(task)
+        if classes is not None:
+            if task == "regression":
+                raise ValueError("classes must be None when task='regression'")
+            classes = np.asarray(classes)
+            if classes.ndim != 1 or classes.size == 0:
+                raise ValueError(f"classes must be a non-empty 1-D array; got shape {classes.shape}")
+        self.classes = classes
+        if feature_names is not None:
+            feature_names = [str(n) for n in feature_names]
+            if len(feature_names) != self.n_features:
+                raise ValueError(
+                    f"feature_names has {len(feature_names)} names but n_features={self.n_features}"
+                )
+        self.feature_names = feature_names
+        self._n_values: int | None = None if classes is None else int(classes.shape[0])
+        self._counts: list[np.ndarray] = []
+        self._value: list[np.ndarray] = []
+        self._depth: list[int] = []
+        self._kind: list[int] = []
+        self._feature: list[int] = []
+        self._threshold: list[float] = []
+        self._left: list[int] = []
+        self._right: list[int] = []
+        self._has_parent: list[bool] = []
+        self._categories: dict[int, np.ndarray] = {}
+        self._coefs: dict[int, np.ndarray] = {}
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes added so far."""
+        return len(self._depth)
+
+    def add_node(self, counts: Any, value: Any, depth: int) -> int:
+        """Add a leaf and return its id.
+
+        Parameters
+        ----------
+        counts : array-like of float
+            Training class counts (classification) or ``[n_samples]``
+            (regression); non-negative.
+        value : array-like of float
+            Class probabilities (classification) or ``[mean, ...]``
+            (regression).
+        depth : int
+            Depth of the node (0 for the root).
+        """
+        counts = _as_float_vector(counts, "counts")
+        value = _as_float_vector(value, "value")
+        if np.any(counts < 0):
+            raise ValueError(f"counts must be non-negative; got {counts.tolist()}")
+        if self.task == "classification":
+            if self._n_values is None:
+                self._n_values = value.shape[0]
+            if value.shape[0] != self._n_values or counts.shape[0] != self._n_values:
+                raise ValueError(
+                    f"counts and value need {self._n_values} entries (one per class); "
+                    f"got {counts.shape[0]} and {value.shape[0]}"
+                )
+        else:
+            if counts.shape[0] != 1:
+                raise ValueError(f"for regression, counts must hold one number (n_samples); got {counts.tolist()}")
+            if self._n_values is None:
+                self._n_values = value.shape[0]
+            if value.shape[0] != self._n_values:
+                raise ValueError(f"value needs {self._n_values} entries like the first node; got {value.shape[0]}")
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 0:
+            raise ValueError(f"depth must be an integer >= 0; got {depth!r}")
+        self._counts.append(counts)
+        self._value.append(value)
+        self._depth.append(int(depth))
+        self._kind.append(LEAF)
+        self._feature.append(-1)
+        self._threshold.append(math.nan)
+        self._left.append(-1)
+        self._right.append(-1)
+        self._has_parent.append(False)
+        return self.n_nodes - 1
+
+    def _check_id(self, i: Any, name: str) -> int:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.n_nodes:
+            raise ValueError(f"{name} must be the id of an added node, in [0, {self.n_nodes - 1}]; got {i!r}")
+        return int(i)
+
+    def set_split(
+        self,
+        node: int,
+        kind: int | str,
+        feature: int | None,
+        threshold: float | None,
+        left: int,
+        right: int,
+        categories: Iterable[float] | None = None,
+        coef: Any = None,
+    ) -> None:
+        """Turn leaf ``node`` into a split with children ``left`` and ``right``.
+
+        Parameters
+        ----------
+        node, left, right : int
+            Ids returned by :meth:`add_node`; the children must be distinct,
+            must not be the root and must not already have a parent.
+        kind : int or str
+            ``BINARY``, ``THRESHOLD``, ``CATEGORY`` or ``HYPERPLANE`` (or
+            their names).
+        feature : int or None
+            Tested feature; ``None`` or ``-1`` for ``HYPERPLANE``.
+        threshold : float or None
+            ``BINARY``: ignored if None, else must be 0.5.  ``THRESHOLD``
+            and ``HYPERPLANE``: required.  ``CATEGORY``: must be None.
+        categories : iterable of float, optional
+            Category codes sent left (``CATEGORY`` only).
+        coef : array-like of float, shape (n_features,), optional
+            Hyperplane coefficients (``HYPERPLANE`` only).
+        """
+        node = self._check_id(node, "node")
+        left = self._check_id(left, "left")
+        right = self._check_id(right, "right")
+        kind = _parse_kind(kind)
+        name = SPLIT_KIND_NAMES[kind]
+        if self._kind[node] != LEAF:
+            raise ValueError(f"node {node} is already a split")
+        if len({node, left, right}) != 3:
+            raise ValueError(f"node, left and right must be three different nodes; got {node}, {left}, {right}")
+        for child in (left, right):
+            if child == 0:
+                raise ValueError("node 0 is the root and cannot be a child")
+            if self._has_parent[child]:
+                raise ValueError(f"node {child} already has a parent")
+        if kind == HYPERPLANE:
+            if feature not in (None, -1):
+                raise ValueError(f"feature must be None or -1 for a HYPERPLANE split; got {feature!r}")
+            feature = -1
+        elif (isinstance(feature, bool) or not isinstance(feature, (int, np.integer))
+              or not 0 <= feature < self.n_features):
+            raise ValueError(f"feature must be an integer in [0, {self.n_features - 1}]; got {feature!r}")
+        if kind == BINARY:
+            if threshold is not None and threshold != 0.5:
+                raise ValueError(f"threshold must be None or 0.5 for a BINARY split; got {threshold!r}")
+            threshold = 0.5
+        elif kind == CATEGORY:
+            if threshold is not None and not (isinstance(threshold, float) and math.isnan(threshold)):
+                raise ValueError(f"threshold must be None for a CATEGORY split; got {threshold!r}")
+            threshold = math.nan
+        else:
+            if threshold is None or math.isnan(float(threshold)):
+                raise ValueError(f"a {name} split needs a threshold (not None or NaN)")
+            threshold = float(threshold)
+        if kind == CATEGORY:
+            if categories is None:
+                raise ValueError("a CATEGORY split needs categories (the codes that go left)")
+            cats = np.unique(_as_float_vector(list(categories), "categories"))
+            if cats.size == 0:
+                raise ValueError("categories must hold at least one category code")
+            self._categories[node] = cats
+        elif categories is not None:
+            raise ValueError(f"categories is only used by CATEGORY splits, not {name}")
+        if kind == HYPERPLANE:
+            if coef is None:
+                raise ValueError("a HYPERPLANE split needs coef")
+            coef = _as_float_vector(coef, "coef")
+            if coef.shape != (self.n_features,):
+                raise ValueError(f"coef must have length n_features={self.n_features}; got {coef.shape[0]}")
+            self._coefs[node] = coef
+        elif coef is not None:
+            raise ValueError(f"coef is only used by HYPERPLANE splits, not {name}")
+        self._kind[node] = kind
+        self._feature[node] = int(feature)
+        self._threshold[node] = threshold
+        self._left[node] = left
+        self._right[node] = right
+        self._has_parent[left] = self._has_parent[right] = True
+
+    def build(self) -> Tree:
+        """Validate the nodes and return the :class:`Tree`.
+
+        Raises
+        ------
+        ValueError
+            If no node was added, a node other than the root has no parent,
+            the children form a cycle, or depths are inconsistent.
+        """
+        if self.n_nodes == 0:
+            raise ValueError("cannot build a tree without nodes; call add_node first")
+        return Tree(
+            self._left,
+            self._right,
+            self._kind,
+            self._feature,
+            self._threshold,
+            np.stack(self._value),
+            np.stack(self._counts),
+            self._depth,
+            self.n_features,
+            classes=self.classes,
+            task=self.task,
+            feature_names=self.feature_names,
+            categories=self._categories,
+            coefs=self._coefs,
+        )

@@ -1,0 +1,242 @@
+"""Tests of arboretum.data: input validation shared by the estimators."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy import sparse
+from sklearn.exceptions import DataConversionWarning
+
+from arboretum.data import (
+    check_binary_features,
+    check_classification_targets_encoded,
+    check_int,
+    check_numeric_features,
+    check_positive_number,
+)
+
+# ---------------------------------------------------------------------------
+# check_binary_features
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "X",
+    [
+        [[0, 1], [1, 0]],
+        np.array([[0.0, 1.0], [1.0, -0.0]]),
+        np.array([[True, False], [False, True]]),
+        np.array([[0, 1], [1, 0]], dtype=np.int8),
+        np.array([[0, 1], [1, 0]], dtype=object),
+    ],
+)
+def test_binary_features_accepts_01_and_bools(X):
+    out = check_binary_features(X)
+    assert out.dtype == np.uint8 and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, np.asarray(X, dtype=float))
+
+
+def test_binary_features_accepts_dataframes():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": [0, 1, 1], "b": [True, False, True]})
+    np.testing.assert_array_equal(check_binary_features(df), [[0, 1], [1, 0], [1, 1]])
+    fortran = np.asfortranarray(np.eye(3, dtype=np.uint8))
+    assert check_binary_features(fortran).flags.c_contiguous
+
+
+def test_binary_features_names_the_offending_column_and_value():
+    X = np.zeros((5, 4))
+    X[3, 2] = 0.5
+    X[4, 3] = 7
+    with pytest.raises(ValueError) as info:
+        check_binary_features(X, estimator_name="MAPTreeClassifier")
+    msg = str(info.value)
+    assert msg.startswith("MAPTreeClassifier requires binary (0/1) features; column 2 of X has value 0.5 (row 3)")
+    with pytest.raises(ValueError, match="This estimator requires binary .* column 0 of X_test has value 2"):
+        check_binary_features([[2, 0]], name="X_test")
+    with pytest.raises(ValueError, match="column 1 of X has value -1"):
+        check_binary_features(np.array([[0, -1]], dtype=np.int64))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_binary_features_locates_nan_and_inf(bad):
+    X = np.zeros((6, 7))
+    X[3, 5] = bad
+    X[4, 1] = bad
+    with pytest.raises(ValueError, match=r"X contains NaN or infinity \(first at row 3, column 5"):
+        check_binary_features(X)
+
+
+def test_binary_features_none_in_object_array_is_reported_as_nan():
+    with pytest.raises(ValueError, match=r"NaN or infinity \(first at row 0, column 1"):
+        check_binary_features(np.array([[0, None]], dtype=object))
+
+
+@pytest.mark.parametrize(
+    "X, exc, match",
+    [
+        ([0, 1, 1], ValueError, "2D array"),
+        (np.zeros((0, 3)), ValueError, "0 sample"),
+        (np.zeros((3, 0)), ValueError, "0 feature"),
+        (np.zeros((2, 2, 2)), ValueError, "dim"),
+        ([["a", "b"]], ValueError, "string"),
+        (sparse.csr_matrix(np.eye(3)), TypeError, "[Ss]parse"),
+    ],
+)
+def test_binary_features_rejects_bad_shapes_and_types(X, exc, match):
+    with pytest.raises(exc, match=match):
+        check_binary_features(X)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 8), st.integers(1, 8)),
+              elements=st.sampled_from([0.0, 1.0, 0.5, 2.0, -1.0])))
+def test_binary_features_property(X):
+    bad = (X != 0) & (X != 1)
+    if bad.any():
+        column = int(np.flatnonzero(bad.any(axis=0))[0])
+        with pytest.raises(ValueError, match=f"column {column} of X"):
+            check_binary_features(X)
+    else:
+        np.testing.assert_array_equal(check_binary_features(X), X)
+
+
+def test_numeric_features():
+    out = check_numeric_features([[1, 2.5], [3, 4]])
+    assert out.dtype == np.float64 and out.shape == (2, 2)
+    with pytest.raises(ValueError, match=r"X_new contains NaN or infinity \(first at row 1, column 0"):
+        check_numeric_features([[1, 2], [np.nan, 1]], name="X_new")
+    with pytest.raises(ValueError, match="2D array"):
+        check_numeric_features([1, 2])
+
+
+# ---------------------------------------------------------------------------
+# check_classification_targets_encoded
+# ---------------------------------------------------------------------------
+
+
+def test_targets_encoded_with_sorted_classes():
+    y_enc, classes = check_classification_targets_encoded(["b", "a", "c", "a"])
+    np.testing.assert_array_equal(classes, ["a", "b", "c"])
+    np.testing.assert_array_equal(y_enc, [1, 0, 2, 0])
+    assert y_enc.dtype == np.int64
+    y_enc, classes = check_classification_targets_encoded(np.array([3.0, 1.0, 3.0]))
+    np.testing.assert_array_equal(classes, [1.0, 3.0])
+    np.testing.assert_array_equal(y_enc, [1, 0, 1])
+    y_enc, classes = check_classification_targets_encoded([True, False])
+    assert classes.dtype == bool and y_enc.tolist() == [1, 0]
+
+
+def test_targets_column_vector_warns_like_sklearn():
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        y_enc, classes = check_classification_targets_encoded(np.array([[0], [1], [1]]))
+    assert y_enc.shape == (3,)
+
+
+def test_targets_one_class():
+    with pytest.raises(ValueError, match=r"needs samples of at least 2 classes; got 1 class: \[7\]") as info:
+        check_classification_targets_encoded([7, 7, 7])
+    assert "class" in str(info.value)  # what sklearn's check_classifiers_one_label looks for
+    with pytest.raises(ValueError, match=r"^MAPTreeClassifier needs samples of at least 3 classes; got 2 classes"):
+        check_classification_targets_encoded([0, 1], min_classes=3, estimator_name="MAPTreeClassifier")
+    y_enc, classes = check_classification_targets_encoded([7, 7], min_classes=1)
+    assert classes.tolist() == [7] and y_enc.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        ([0.0, np.nan, 1.0], r"y contains NaN or infinity \(first at index 1"),
+        ([0.0, 1.0, np.inf], r"y contains NaN or infinity \(first at index 2"),
+        (np.array(["a", None], dtype=object), r"missing value.*index 1"),
+        (np.zeros((3, 2)), "1d array"),
+        ([], "y is empty"),
+        ([0.1, 0.7, 1.3], "Unknown label type"),
+    ],
+)
+def test_targets_rejected(y, match):
+    with pytest.raises(ValueError, match=match):
+        check_classification_targets_encoded(y)
+
+
+def test_targets_length_must_match_X():
+    with pytest.raises(ValueError, match="X has 4, y has 3"):
+        check_classification_targets_encoded([0, 1, 0], n_samples=4)
+
+
+def test_targets_bad_min_classes():
+    with pytest.raises(ValueError, match="min_classes must be an integer >= 1; got 0"):
+        check_classification_targets_encoded([0, 1], min_classes=0)
+
+
+# ---------------------------------------------------------------------------
+# scalar parameter checks
+# ---------------------------------------------------------------------------
+
+
+def test_positive_number_accepts_and_converts():
+    assert check_positive_number(0.5, "alpha", upper=1) == 0.5
+    assert check_positive_number(1, "alpha", upper=1) == 1.0
+    assert isinstance(check_positive_number(np.float32(2), "rho"), float)
+    assert check_positive_number(0, "beta", strictly=False) == 0.0
+    assert check_positive_number(None, "time_limit", allow_none=True) is None
+    assert check_positive_number(np.inf, "time_limit", allow_inf=True) == np.inf
+
+
+@pytest.mark.parametrize(
+    "value, kwargs, exc, message",
+    [
+        (1.5, dict(upper=1), ValueError, "alpha must be a number in (0, 1]; got 1.5"),
+        (1, dict(upper=1, upper_inclusive=False), ValueError, "alpha must be a number in (0, 1); got 1"),
+        (0, {}, ValueError, "alpha must be a number in (0, inf); got 0"),
+        (-0.1, dict(strictly=False), ValueError, "alpha must be a number in [0, inf); got -0.1"),
+        (float("nan"), {}, ValueError, "alpha must be a number in (0, inf); got nan"),
+        (float("inf"), {}, ValueError, "alpha must be a number in (0, inf); got inf"),
+        ("0.5", {}, TypeError, "alpha must be a number in (0, inf); got '0.5' (str)"),
+        (True, {}, TypeError, "alpha must be a number in (0, inf); got True (bool)"),
+        (None, {}, TypeError, "alpha must be a number in (0, inf); got None (NoneType)"),
+        (0, dict(allow_none=True), ValueError, "alpha must be a number in (0, inf) or None; got 0"),
+        (2.5, dict(upper=2.25), ValueError, "alpha must be a number in (0, 2.25]; got 2.5"),
+    ],
+)
+def test_positive_number_errors(value, kwargs, exc, message):
+    with pytest.raises(exc) as info:
+        check_positive_number(value, "alpha", **kwargs)
+    assert str(info.value) == message
+
+
+def test_int_accepts():
+    assert check_int(3, "max_depth", minimum=1) == 3
+    assert type(check_int(np.int32(3), "max_depth")) is int
+    assert check_int(None, "max_depth", minimum=0, allow_none=True) is None
+    assert check_int(-5, "offset") == -5
+
+
+@pytest.mark.parametrize(
+    "value, kwargs, exc, message",
+    [
+        (0, dict(minimum=1), ValueError, "max_depth must be an integer >= 1; got 0"),
+        (11, dict(minimum=1, maximum=10), ValueError, "max_depth must be an integer in [1, 10]; got 11"),
+        (3, dict(maximum=2), ValueError, "max_depth must be an integer <= 2; got 3"),
+        (2.0, dict(minimum=1), TypeError, "max_depth must be an integer >= 1; got 2.0 (float)"),
+        (True, {}, TypeError, "max_depth must be an integer; got True (bool)"),
+        ("3", dict(minimum=0, allow_none=True), TypeError, "max_depth must be an integer >= 0 or None; got '3' (str)"),
+        (None, {}, TypeError, "max_depth must be an integer; got None (NoneType)"),
+    ],
+)
+def test_int_errors(value, kwargs, exc, message):
+    with pytest.raises(exc) as info:
+        check_int(value, "max_depth", **kwargs)
+    assert str(info.value) == message
+
+
+def test_no_warnings_on_clean_input():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_binary_features([[0, 1]])
+        check_classification_targets_encoded([0, 1])

@@ -1,0 +1,369 @@
+"""MAPTree: exactness against the oracle, spec fixtures, bounds, limits and the estimator contract."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+
+import numpy as np
+import pytest
+from fixtures import FIXTURE_ORACLES, FIXTURES
+
+from arboretum import MAPTreeClassifier
+from arboretum._bitset import pack_rows_mask, unpack
+from arboretum.bayes import co_optimal_trees, exact_map, log_posterior
+from arboretum.datasets import load_dataset
+from arboretum.maptree import AndOrSearch
+from arboretum.tree import Tree
+
+
+def _fit(X, y, **kw):
+    return MAPTreeClassifier(**kw).fit(X, y)
+
+
+def _random_dataset(rng, *, n_classes=2, duplicates=False):
+    n = int(rng.integers(max(2, n_classes), 41))
+    f = int(rng.integers(1, 6))
+    X = (rng.random((n, f)) < rng.uniform(0.2, 0.8)).astype(np.uint8)
+    if duplicates and n >= 4:
+        # Copy some rows so identical feature vectors carry conflicting labels.
+        src = rng.integers(0, n, size=n // 3)
+        dst = rng.integers(0, n, size=n // 3)
+        X[dst] = X[src]
+    y = rng.integers(0, n_classes, size=n)
+    y[: n_classes] = np.arange(n_classes)  # every class present
+    return X, y
+
+
+PRIORS = [(0.95, 0.5), (0.5, 4.0), (0.999, 0.1), (0.8, 1.0), (0.2, 8.0)]
+RHOS = [(2.5, 2.5), (1.0, 1.0), (0.5, 3.0), (10.0, 1.0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Exactness against the DP oracle
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(8))
+def test_matches_oracle_on_random_small_data(seed):
+    """>= 200 random datasets in all: certified, optimal value, a co-optimal tree, -UB == log posterior."""
+    rng = np.random.default_rng(1000 + seed)
+    for i in range(30):
+        X, y = _random_dataset(rng, duplicates=bool(i % 2))
+        alpha, beta = PRIORS[(seed + i) % len(PRIORS)]
+        rho = RHOS[i % len(RHOS)]
+        opt, trees = co_optimal_trees(X, y, alpha=alpha, beta=beta, rho=rho)
+        clf = _fit(X, y, alpha=alpha, beta=beta, rho=rho)
+        assert clf.optimal_
+        assert clf.log_posterior_ == pytest.approx(-opt, abs=1e-8)
+        assert clf.log_posterior_bound_ == pytest.approx(-opt, abs=1e-8)
+        assert clf.tree_.to_paren() in trees
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_matches_oracle_multiclass(seed):
+    rng = np.random.default_rng(77 + seed)
+    for i in range(20):
+        X, y = _random_dataset(rng, n_classes=3, duplicates=bool(i % 2))
+        alpha, beta = PRIORS[i % len(PRIORS)]
+        opt, trees = co_optimal_trees(X, y, alpha=alpha, beta=beta, rho=(1.0, 2.0, 0.5))
+        clf = _fit(X, y, alpha=alpha, beta=beta, rho=(1.0, 2.0, 0.5))
+        assert clf.optimal_
+        assert clf.log_posterior_ == pytest.approx(-opt, abs=1e-8)
+        assert clf.tree_.to_paren() in trees
+
+
+@pytest.mark.parametrize("row", FIXTURE_ORACLES, ids=lambda r: f"{r.fixture}-{r.alpha}-{r.beta}-{r.rho[0]}")
+def test_spec_fixtures(row):
+    """Spec §7.2: OPT, a co-optimal tree, h(root) and the root's leaf cost (T-8, T-12, T-14, T-16)."""
+    X, y = FIXTURES[row.fixture]()
+    s = AndOrSearch(X, y, 2, row.alpha, row.beta, row.rho)
+    if np.unique(X, axis=0).shape[0] > 1:  # fixture D's root is unsplittable: solved at creation
+        assert s.lower_bound == pytest.approx(row.h_root, abs=1e-6)
+        assert s.upper_bound == pytest.approx(row.root_leaf_cost, abs=1e-6)
+    clf = _fit(X, y, alpha=row.alpha, beta=row.beta, rho=row.rho)
+    assert clf.optimal_
+    assert -clf.log_posterior_ == pytest.approx(row.opt, abs=1e-8)
+    if row.co_optimal is not None:
+        assert clf.tree_.to_paren() in row.co_optimal
+
+
+@pytest.mark.parametrize(
+    "alpha,beta,opt,tree",
+    [(1.0, 0.5, 31.2418003560, "(0((2)1))"), (1.0, 0.0, 74.7964854927, None)],
+)
+def test_alpha_one_forces_splits(alpha, beta, opt, tree):
+    """T-17: with alpha = 1 the leaf cost of a splittable root is +inf; still exact."""
+    X, y = FIXTURES["B"]()
+    clf = _fit(X, y, alpha=alpha, beta=beta)
+    assert clf.optimal_
+    assert -clf.log_posterior_ == pytest.approx(opt, abs=1e-8)
+    if tree is not None:
+        assert clf.tree_.to_paren() == tree
+    else:  # every leaf holds one sample
+        assert np.all(clf.tree_.counts[clf.tree_.children_left < 0].sum(1) == 1)
+
+
+def test_hash_collision_trap():
+    """T-14: the paper's linear hash merges {x0=1} and {x1=1} in fixture H; ours must not."""
+    X, y = FIXTURES["H"]()
+    clf = _fit(X, y)
+    assert clf.tree_.to_paren() == "(1)"
+    assert -clf.log_posterior_ == pytest.approx(18.3763939626, abs=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bitsets and n % 64 == 0
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 128, 130])
+def test_bitset_round_trip_and_root_counts(n):
+    rng = np.random.default_rng(n)
+    mask = rng.random(n) < 0.5
+    words = pack_rows_mask(mask)
+    assert words.shape == ((n + 63) // 64,)
+    assert np.array_equal(unpack(words, n), mask)
+    full = pack_rows_mask(np.ones(n, bool))
+    assert sum(int(w).bit_count() for w in full) == n  # padding bits never set
+    X = rng.integers(0, 2, size=(n, 3))
+    y = rng.integers(0, 2, size=n)
+    s = AndOrSearch(X, y, 2)
+    assert list(s.or_counts[0]) == [n - y.sum(), y.sum()]
+
+
+@pytest.mark.parametrize("n", [64, 128, 192])
+def test_signal_only_in_last_rows(n):
+    """The reference drops the last 64 rows when n % 64 == 0; the signal lives only there."""
+    rng = np.random.default_rng(0)
+    X = np.zeros((n, 3), dtype=np.uint8)
+    y = np.zeros(n, dtype=np.int64)
+    tail = np.arange(n - 64, n)
+    X[tail, 0] = rng.integers(0, 2, size=64)
+    X[tail[X[tail, 0] == 0], 1] = 1  # keep the root splittable in both directions
+    y[tail] = X[tail, 0]
+    clf = _fit(X, y)
+    opt, trees = exact_map(X, y, alpha=0.95, beta=0.5, rho=(2.5, 2.5))
+    assert clf.optimal_
+    assert clf.log_posterior_ == pytest.approx(-opt, abs=1e-8)
+    assert clf.tree_.n_leaves > 1
+    assert clf.score(X, y) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds and anytime behaviour
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ub_semantics", ["leaf", "inf"])
+@pytest.mark.parametrize("tie_rule", ["paper", "reference"])
+def test_invariants_after_every_expansion(ub_semantics, tie_rule):
+    """T-9 and spec §4.3 invariants after every single expansion, both UB semantics and tie rules."""
+    rng = np.random.default_rng(5)
+    cases = [FIXTURES["B"](), FIXTURES["C"](), FIXTURES["A"]()]
+    cases += [_random_dataset(rng, duplicates=True) for _ in range(6)]
+    for X, y in cases:
+        opt, _ = exact_map(X, y, alpha=0.95, beta=0.5, rho=(2.5, 2.5))
+        s = AndOrSearch(X, y, 2, ub_semantics=ub_semantics, tie_rule=tie_rule)
+        prev_lb, prev_ub = s.lower_bound, s.upper_bound
+        for _ in range(10_000):
+            s.step(1) if s.step(1) != 2 else (s._grow(), s.step(1))
+            s.check_invariants()
+            lb, ub = s.lower_bound, s.upper_bound
+            assert lb >= prev_lb and ub <= prev_ub
+            assert lb <= opt + 1e-9
+            if np.isfinite(ub):
+                tree = s.solution()
+                cost = -log_posterior(tree, X, y)
+                assert opt - 1e-9 <= cost <= ub + 1e-9
+                if ub_semantics == "leaf":  # UB is the exact cost of the incumbent
+                    assert cost == pytest.approx(ub, abs=1e-9)
+            prev_lb, prev_ub = lb, ub
+            if s.solved:
+                break
+        assert s.solved
+        assert s.upper_bound == pytest.approx(opt, abs=1e-9)
+
+
+def test_anytime_never_worse_as_budget_grows():
+    X, y = load_dataset("tic-tac-toe", return_X_y=True)
+    previous = -np.inf
+    for k in [1, 3, 10, 30, 100, 300, 1000, 3000]:
+        clf = _fit(X, y, max_expansions=k)
+        assert clf.n_expansions_ == k
+        assert not clf.optimal_
+        assert clf.stop_reason_ == "max_expansions"
+        assert clf.log_posterior_ >= previous - 1e-9
+        assert clf.log_posterior_ <= clf.log_posterior_bound_
+        previous = clf.log_posterior_
+
+
+def test_max_expansions_exact_and_flag():
+    """T-10/T-11: one expansion gives an uncertified but valid tree; no limit certifies."""
+    X, y = FIXTURES["B"]()
+    clf = _fit(X, y, max_expansions=1)
+    assert clf.n_expansions_ == 1 and not clf.optimal_ and clf.gap_ > 0
+    assert clf.log_posterior_ == pytest.approx(log_posterior(clf.tree_, X, y))
+    full = _fit(X, y)
+    assert full.optimal_ and full.gap_ == 0.0
+    assert _fit(X, y, max_expansions=10**6).n_expansions_ == full.n_expansions_
+
+
+def test_time_limit_honoured():
+    X, y = load_dataset("tic-tac-toe", return_X_y=True)
+    _fit(X, y, max_expansions=5)  # compile outside the timed region
+    for limit in (0.3, 1.5):
+        t0 = time.perf_counter()
+        clf = _fit(X, y, time_limit=limit)
+        wall = time.perf_counter() - t0
+        assert clf.stop_reason_ == "time_limit" and not clf.optimal_
+        assert wall <= 1.1 * limit + 0.5
+        assert clf.search_time_ >= limit
+        assert clf.log_posterior_ <= clf.log_posterior_bound_
+
+
+def test_memory_limit_respected():
+    X, y = load_dataset("tic-tac-toe", return_X_y=True)
+    clf = _fit(X, y, memory_limit=8)  # MiB
+    assert clf.stop_reason_ == "memory_limit" and not clf.optimal_
+    assert clf.peak_memory_ <= 8 * 2**20
+    assert clf.tree_.n_nodes >= 1
+    assert clf.log_posterior_ == pytest.approx(log_posterior(clf.tree_, X, y))
+
+
+def test_deterministic():
+    X, y = load_dataset("hepatitis", return_X_y=True)
+    a = _fit(X, y, max_expansions=2000)
+    b = _fit(X, y, max_expansions=2000)
+    assert a.tree_.to_paren() == b.tree_.to_paren()
+    assert a.log_posterior_bound_ == b.log_posterior_bound_
+    assert a.n_or_nodes_ == b.n_or_nodes_
+
+
+def test_no_duplicate_subproblems():
+    """T-13: every (subset, depth) is stored once."""
+    X, y = FIXTURES["B"]()
+    s = AndOrSearch(X, y, 2)
+    s.run()
+    n_or = int(s.counters[0])
+    seen = set()
+    # Rebuild every stored node's subset from the AND structure, breadth first.
+    subsets = {0: np.ones(len(y), bool)}
+    for a in range(int(s.counters[1])):
+        p = int(s.and_parent[a])
+        f = int(s.and_feature[a])
+        subsets[int(s.and_child0[a])] = subsets[p] & (X[:, f] == 0)
+        subsets[int(s.and_child1[a])] = subsets[p] & (X[:, f] == 1)
+    for o in range(n_or):
+        key = (subsets[o].tobytes(), int(s.or_depth[o]))
+        assert key not in seen
+        seen.add(key)
+    assert len(subsets) == n_or
+
+
+# ---------------------------------------------------------------------------------------------
+# Real data: the reference's certified values
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name,value", [("zoo-1", -19.918), ("hepatitis", -63.297), ("primary-tumor", -164.619)]
+)
+def test_reference_values(name, value):
+    X, y = load_dataset(name, return_X_y=True)
+    clf = _fit(X, y, time_limit=120)
+    assert clf.optimal_
+    assert clf.log_posterior_ == pytest.approx(value, abs=5e-4)
+
+
+@pytest.mark.slow
+def test_reference_value_vote():
+    X, y = load_dataset("vote", return_X_y=True)
+    clf = _fit(X, y, time_limit=300)
+    assert clf.optimal_
+    assert clf.log_posterior_ == pytest.approx(-84.465, abs=5e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimator contract, prediction, persistence, errors
+# ---------------------------------------------------------------------------------------------
+def test_predict_proba_is_posterior_mean_and_sums_to_one():
+    X, y = load_dataset("zoo-1", return_X_y=True)
+    clf = _fit(X, y, rho=(1.0, 3.0))
+    P = clf.predict_proba(X)
+    assert np.allclose(P.sum(1), 1.0)
+    leaves = clf.apply(X)
+    c = clf.tree_.counts[leaves]
+    assert np.allclose(P, (c + [1.0, 3.0]) / (c.sum(1, keepdims=True) + 4.0))
+    assert np.array_equal(clf.predict(X), clf.classes_[np.argmax(P, 1)])
+
+
+def test_string_labels_and_dataframe_names():
+    pd = pytest.importorskip("pandas")
+    X, y = FIXTURES["B"]()
+    df = pd.DataFrame(X, columns=[f"col{j}" for j in range(X.shape[1])])
+    labels = np.where(y == 1, "yes", "no")
+    clf = _fit(df, labels)
+    assert list(clf.classes_) == ["no", "yes"]
+    assert list(clf.feature_names_in_) == list(df.columns)
+    assert set(clf.predict(df)) <= {"no", "yes"}
+    assert "col0" in clf.export_text()
+
+
+def test_json_round_trip_identical_predictions(tmp_path):
+    X, y = load_dataset("hepatitis", return_X_y=True)
+    clf = _fit(X, y)
+    path = tmp_path / "tree.json"
+    clf.tree_.to_json(path)
+    tree = Tree.from_json(path)
+    assert np.array_equal(tree.predict(X), clf.predict(X))
+    assert np.array_equal(tree.predict_proba(X), clf.predict_proba(X))
+    json.loads(path.read_text())  # plain JSON
+    again = pickle.loads(pickle.dumps(clf))
+    assert np.array_equal(again.predict(X), clf.predict(X))
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"beta": -1.0}, "beta"),
+        ({"rho": (0.0, 1.0)}, "rho"),
+        ({"rho": (1.0, 1.0, 1.0)}, "rho"),
+        ({"rho": "big"}, "rho"),
+        ({"max_expansions": -1}, "max_expansions"),
+        ({"time_limit": 0}, "time_limit"),
+        ({"memory_limit": -5}, "memory_limit"),
+    ],
+)
+def test_bad_parameters(params, match):
+    X, y = FIXTURES["B"]()
+    with pytest.raises(ValueError, match=match):
+        MAPTreeClassifier(**params).fit(X, y)
+
+
+def test_bad_input():
+    X, y = FIXTURES["B"]()
+    clf = MAPTreeClassifier()
+    with pytest.raises(ValueError, match="binary"):
+        clf.fit(X + 0.5, y)
+    Xn = X.astype(float)
+    Xn[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        clf.fit(Xn, y)
+    with pytest.raises(ValueError, match="class"):
+        clf.fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError):
+        clf.fit(X[:0], y[:0])
+    with pytest.raises(ValueError):
+        clf.fit(X, y[:-1])
+    clf.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        clf.predict(X[:, :3])
+    with pytest.raises(ValueError, match="binary"):
+        clf.predict(X * 2)
+
+
+def test_sklearn_clone_and_grid_search():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = load_dataset("zoo-1", return_X_y=True)
+    clf = MAPTreeClassifier(alpha=0.9, time_limit=5)
+    assert clone(clf).get_params() == clf.get_params()
+    gs = GridSearchCV(clf, {"beta": [0.5, 2.0]}, cv=3).fit(X, y)
+    assert gs.best_score_ > 0.9
