@@ -108,10 +108,10 @@ def _cmd_fit(args) -> int:
     clf.tree_.feature_names = list(names)
 
     n, d = X.shape
-    print(f"Dataset: {label} ({n} samples x {d} binary features; classes {list(clf.classes_)})")
+    print(f"Dataset: {label} ({n} samples x {d} binary features; classes {clf.classes_.tolist()})")
     print(f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, rho={rho}")
     print()
-    print(clf.tree_.export_text(feature_names=names))
+    print(clf.tree_.export_text(feature_names=names).rstrip())
     print()
     print(f"log posterior of this tree:  {clf.log_posterior_:.4f}")
     if clf.optimal_:
@@ -272,7 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "csv", None) and args.command == "fit" and not args.target:
         build_parser().error("--csv needs --target COLUMN")
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. `arboretum datasets | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -194,7 +194,9 @@ def check_classification_targets_encoded(
     elif y.dtype.kind == "O":
         for i, v in enumerate(y):
             if v is None or (isinstance(v, numbers.Real) and not math.isfinite(v)):
-                raise ValueError(f"{name} contains a missing value, NaN or infinity (first at index {i}: {v!r})")
+                raise ValueError(
+                    f"{name} contains a missing value, NaN or infinity (first at index {i}: {v!r})"
+                )
     check_classification_targets(y)
     try:
         classes, y_encoded = np.unique(y, return_inverse=True)
@@ -209,7 +211,9 @@ def check_classification_targets_encoded(
     return y_encoded.astype(np.int64, copy=False).reshape(-1), classes
 
 
-def _interval(lower: float, strictly: bool, upper: float | None, upper_inclusive: bool, allow_inf: bool) -> str:
+def _interval(
+    lower: float, strictly: bool, upper: float | None, upper_inclusive: bool, allow_inf: bool
+) -> str:
     left = f"({lower:g}" if strictly else f"[{lower:g}"
     if upper is None:
         right = "inf]" if allow_inf else "inf)"

@@ -60,6 +60,7 @@ _KIND_BY_NAME = {name.lower(): code for code, name in SPLIT_KIND_NAMES.items()}
 _TASKS = ("classification", "regression")
 
 _FORMAT = "arboretum.Tree"
+_DIGITS = frozenset("0123456789")
 _VERSION = 1
 
 
@@ -285,12 +286,16 @@ class Tree:
             return int(hits[0]) if hits.size else None
 
         if (i := first(~np.isin(kinds, list(SPLIT_KIND_NAMES)))) is not None:
-            raise ValueError(f"split_kind[{i}] = {kinds[i]} is not a valid split kind; allowed: {SPLIT_KIND_NAMES}")
+            raise ValueError(
+                f"split_kind[{i}] = {kinds[i]} is not a valid split kind; allowed: {SPLIT_KIND_NAMES}"
+            )
         leaf = kinds == LEAF
         if (i := first(leaf & ((left != -1) | (right != -1)))) is not None:
             raise ValueError(f"leaf node {i} must have children -1/-1; got {left[i]}/{right[i]}")
         if (i := first(leaf & ((feature != -1) | ~np.isnan(thr)))) is not None:
-            raise ValueError(f"leaf node {i} must have feature -1 and threshold NaN; got {feature[i]}, {thr[i]}")
+            raise ValueError(
+                f"leaf node {i} must have feature -1 and threshold NaN; got {feature[i]}, {thr[i]}"
+            )
         internal = ~leaf
         ids = np.arange(n)
         bad_child = internal & (
@@ -317,7 +322,8 @@ class Tree:
             raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} needs a threshold; got NaN")
         if (i := first((kinds == CATEGORY) & ~np.isnan(thr))) is not None:
             raise ValueError(f"CATEGORY node {i} must have threshold NaN; got {thr[i]}")
-        for kind, table, tname in ((CATEGORY, self.categories, "categories"), (HYPERPLANE, self.coefs, "coefs")):
+        tables = ((CATEGORY, self.categories, "categories"), (HYPERPLANE, self.coefs, "coefs"))
+        for kind, table, tname in tables:
             for i in np.flatnonzero(kinds == kind).tolist():
                 if i not in table:
                     raise ValueError(f"{SPLIT_KIND_NAMES[kind]} node {i} has no entry in {tname}")
@@ -332,7 +338,8 @@ class Tree:
                     raise ValueError(f"categories[{k}] must be a non-empty 1-D array of category codes")
                 if kind == HYPERPLANE and v.shape != (self.n_features,):
                     raise ValueError(
-                        f"coefs[{k}] must be a vector of length n_features={self.n_features}; got shape {v.shape}"
+                        f"coefs[{k}] must be a vector of length n_features={self.n_features}; "
+                        f"got shape {v.shape}"
                     )
 
     def _validate_shape(self) -> None:
@@ -367,7 +374,8 @@ class Tree:
             if bad.size:
                 c, p = int(children[bad[0]]), int(internal[bad[0]])
                 raise ValueError(
-                    f"node {c} has depth {int(self.depth[c])}, but its parent node {p} has depth {int(self.depth[p])}"
+                    f"node {c} has depth {int(self.depth[c])}, but its parent node {p} "
+                    f"has depth {int(self.depth[p])}"
                 )
 
     # -- basic properties ---------------------------------------------------
@@ -485,7 +493,9 @@ class Tree:
             return [f"x[{j}]" for j in range(self.n_features)]
         names = [str(n) for n in feature_names]
         if len(names) != self.n_features:
-            raise ValueError(f"feature_names has {len(names)} names but the tree has {self.n_features} features")
+            raise ValueError(
+                f"feature_names has {len(names)} names but the tree has {self.n_features} features"
+            )
         return names
 
     def _conditions(self, i: int, names: list[str], decimals: int) -> tuple[str, str]:
@@ -673,9 +683,9 @@ class Tree:
             if ch in "()":
                 tokens.append(ch)
                 pos += 1
-            elif ch.isdigit():
+            elif ch in _DIGITS:
                 end = pos
-                while end < len(s) and s[end].isdigit():
+                while end < len(s) and s[end] in _DIGITS:
                     end += 1
                 tokens.append(s[pos:end])
                 pos = end
@@ -720,7 +730,7 @@ class Tree:
                 if opens():
                     stack.append([frame[2], 0, -1, -1, -1])
             elif phase == 1:
-                if cursor >= len(tokens) or not tokens[cursor].isdigit():
+                if cursor >= len(tokens) or tokens[cursor][0] not in _DIGITS:
                     found = tokens[cursor] if cursor < len(tokens) else "end of string"
                     raise error(f"expected a feature index, found {found!r}")
                 frame[3] = int(tokens[cursor])
@@ -752,7 +762,8 @@ class Tree:
             for c in classes:
                 if not isinstance(c, (int, float, str, bool)):
                     raise TypeError(
-                        f"class labels must be int, float, str or bool to be serialised; got {type(c).__name__}"
+                        "class labels must be int, float, str or bool to be serialised; "
+                        f"got {type(c).__name__}"
                     )
             classes_dtype = self.classes.dtype.str
         return {
@@ -976,11 +987,15 @@ class TreeBuilder:
                 )
         else:
             if counts.shape[0] != 1:
-                raise ValueError(f"for regression, counts must hold one number (n_samples); got {counts.tolist()}")
+                raise ValueError(
+                    f"for regression, counts must hold one number (n_samples); got {counts.tolist()}"
+                )
             if self._n_values is None:
                 self._n_values = value.shape[0]
             if value.shape[0] != self._n_values:
-                raise ValueError(f"value needs {self._n_values} entries like the first node; got {value.shape[0]}")
+                raise ValueError(
+                    f"value needs {self._n_values} entries like the first node; got {value.shape[0]}"
+                )
         if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 0:
             raise ValueError(f"depth must be an integer >= 0; got {depth!r}")
         self._counts.append(counts)
@@ -1038,7 +1053,9 @@ class TreeBuilder:
         if self._kind[node] != LEAF:
             raise ValueError(f"node {node} is already a split")
         if len({node, left, right}) != 3:
-            raise ValueError(f"node, left and right must be three different nodes; got {node}, {left}, {right}")
+            raise ValueError(
+                f"node, left and right must be three different nodes; got {node}, {left}, {right}"
+            )
         for child in (left, right):
             if child == 0:
                 raise ValueError("node 0 is the root and cannot be a child")

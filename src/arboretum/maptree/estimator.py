@@ -161,8 +161,10 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         self : MAPTreeClassifier
         """
         X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=True, reset=True)
+        y_enc, classes = check_classification_targets_encoded(
+            y, estimator_name=type(self).__name__
+        )
         X = check_binary_features(X, estimator_name=type(self).__name__)
-        y_enc, classes = check_classification_targets_encoded(y)
         rho = self._check_params(len(classes))
         self.classes_ = classes
 
