@@ -81,7 +81,7 @@ _TIE_RTOL = 1e-12
 # ---------------------------------------------------------------------------
 
 
-def _validate_rho(rho: ArrayLike, n_classes: int | None = None) -> NDArray[np.float64]:
+def validate_rho(rho: ArrayLike, n_classes: int | None = None) -> NDArray[np.float64]:
     """Return ``rho`` as a float vector after checking it.
 
     Parameters
@@ -101,7 +101,12 @@ def _validate_rho(rho: ArrayLike, n_classes: int | None = None) -> NDArray[np.fl
     ValueError
         If an entry is not a finite positive number or the length is wrong.
     """
-    arr = np.asarray(rho, dtype=np.float64)
+    try:
+        arr = np.asarray(rho, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"rho must be a positive number or a sequence of positive numbers, one per class; got {rho!r}"
+        ) from None
     if arr.ndim == 0:
         if n_classes is None:
             raise ValueError("a scalar rho needs the number of classes")
@@ -151,7 +156,7 @@ def log_dirichlet_multinomial(counts: ArrayLike, rho: ArrayLike) -> np.float64 |
     c = np.asarray(counts, dtype=np.float64)
     if c.ndim == 0:
         raise ValueError("counts must have a class axis (shape (..., K))")
-    r = _validate_rho(rho, c.shape[-1])
+    r = validate_rho(rho, c.shape[-1])
     r_sum = r.sum()
     log_b_prior = gammaln(r).sum() - gammaln(r_sum)
     log_b_post = gammaln(c + r).sum(axis=-1) - gammaln(c.sum(axis=-1) + r_sum)
@@ -312,9 +317,9 @@ def _validate_data(
         raise ValueError("y must contain class indices >= 0")
 
     if np.ndim(rho) == 0:
-        rho_vec = _validate_rho(rho, max(int(y_int.max()) + 1, 2))
+        rho_vec = validate_rho(rho, max(int(y_int.max()) + 1, 2))
     else:
-        rho_vec = _validate_rho(rho)
+        rho_vec = validate_rho(rho)
         if y_int.max() >= rho_vec.size:
             raise ValueError(
                 f"y contains class index {int(y_int.max())} but rho has only {rho_vec.size} entries"
@@ -537,7 +542,7 @@ def heuristic(
     c = np.asarray(counts, dtype=np.float64)
     if c.ndim == 0:
         raise ValueError("counts must have a class axis (shape (..., K))")
-    r = _validate_rho(rho, c.shape[-1])
+    r = validate_rho(rho, c.shape[-1])
     leaf_term = log_dirichlet_multinomial(c, r)
     split_term = prior.log_p_split(d) + _log_pure_likelihoods(c, r)
     return -np.maximum(leaf_term, split_term)
@@ -577,7 +582,7 @@ def leaf_cost(
     c = np.asarray(counts, dtype=np.float64)
     if c.ndim == 0:
         raise ValueError("counts must have a class axis (shape (..., K))")
-    r = _validate_rho(rho, c.shape[-1])
+    r = validate_rho(rho, c.shape[-1])
     log_p_leaf = np.where(np.asarray(n_valid) > 0, prior.log_p_stop(d), 0.0)
     return -(log_p_leaf + log_dirichlet_multinomial(c, r))
 

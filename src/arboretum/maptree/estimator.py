@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import sys
-from numbers import Integral, Real
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..bayes import log_posterior
-from ..data import check_binary_features, check_classification_targets_encoded
+from ..bayes import ChipmanPrior, log_posterior, validate_rho
+from ..data import (
+    check_binary_features,
+    check_classification_targets_encoded,
+    check_int,
+    check_positive_number,
+)
 from .search import AndOrSearch
 
 __all__ = ["MAPTreeClassifier"]
@@ -112,33 +115,14 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation ------------------------------------------------------------------------
     def _check_params(self, n_classes: int) -> np.ndarray:
-        alpha, beta = self.alpha, self.beta
-        if not isinstance(alpha, Real) or isinstance(alpha, bool) or not (0 < alpha <= 1):
-            raise ValueError(f"alpha must be a number in (0, 1]; got {alpha!r}")
-        if not isinstance(beta, Real) or isinstance(beta, bool) or not (beta >= 0) or not np.isfinite(beta):
-            raise ValueError(f"beta must be a finite number >= 0; got {beta!r}")
-        rho = np.atleast_1d(np.asarray(self.rho, dtype=np.float64)) if _is_numeric(self.rho) else None
-        if rho is None or rho.ndim != 1 or not np.all(np.isfinite(rho)) or np.any(rho <= 0):
-            raise ValueError(
-                f"rho must be a positive number or a sequence of positive numbers, one per class; got {self.rho!r}"
-            )
-        if rho.size == 1:
-            rho = np.full(n_classes, rho[0])
-        elif rho.size != n_classes:
-            raise ValueError(
-                f"rho has {rho.size} values but y has {n_classes} classes; pass a scalar "
-                f"or one value per class"
-            )
-        for name in ("max_expansions",):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, Integral) or isinstance(v, bool) or v < 0):
-                raise ValueError(f"{name} must be None or an integer >= 0; got {v!r}")
+        """Validate the parameters; return ``rho`` as one value per class."""
+        ChipmanPrior(self.alpha, self.beta)  # raises ValueError naming alpha or beta
+        rho = validate_rho(self.rho, n_classes)
+        if self.max_expansions is not None:
+            check_int(self.max_expansions, "max_expansions", minimum=0)
         for name in ("time_limit", "memory_limit"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, Real) or isinstance(v, bool) or not (v > 0) or not np.isfinite(v)):
-                raise ValueError(f"{name} must be None or a positive number; got {v!r}")
-        if not isinstance(self.verbose, Integral):
-            raise ValueError(f"verbose must be an integer; got {self.verbose!r}")
+            check_positive_number(getattr(self, name), name, allow_none=True)
+        check_int(self.verbose, "verbose", minimum=0)
         return rho
 
     def _validate_X(self, X, reset: bool) -> np.ndarray:
@@ -229,10 +213,3 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = True
         return tags
 
-
-def _is_numeric(v) -> bool:
-    try:
-        np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    return True

@@ -18,6 +18,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .._bitset import pack_columns, pack_rows_mask
+from ..bayes import ChipmanPrior
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
 
@@ -123,10 +124,11 @@ class AndOrSearch:
         self.G = gammaln(counts[None, :] + self.rho[:, None])
         self.Gsum = gammaln(counts + self.rho.sum())
         self.lconst = float(gammaln(self.rho).sum() - gammaln(self.rho.sum()))
-        depths = np.arange(F + 2, dtype=np.float64)
+        prior = ChipmanPrior(self.alpha, self.beta)
+        depths = np.arange(F + 2)
+        self.log_ps = np.asarray(prior.log_p_split(depths), dtype=np.float64)
+        self.log_pstop = np.asarray(prior.log_p_stop(depths), dtype=np.float64)
         with np.errstate(divide="ignore"):
-            self.log_ps = math.log(self.alpha) - self.beta * np.log1p(depths)
-            self.log_pstop = np.log1p(-np.exp(self.log_ps))
             self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
 
         W = self.M1.shape[1]
