@@ -38,9 +38,10 @@ What is timed
 * ref: the wall time of the ``maptree.search`` call, which includes building
   its data structures and destroying its AND/OR graph (the C++ frees the graph
   inside the call).
-* memory: ``ru_maxrss`` of the worker after the search (peak RSS of the whole
-  process), the RSS just before the search (baseline), and their difference
-  ("search RSS").  For ours also ``peak_memory_``, the bytes of the
+* memory: the peak RSS of the worker after the search (``VmHWM`` on Linux, the
+  high-water mark of the whole process; ``ru_maxrss`` is kept in the CSV but
+  not used, because Linux carries it over fork + exec from the parent), the
+  RSS just before the search (baseline), and their difference ("search RSS").  For ours also ``peak_memory_``, the bytes of the
   search-graph arrays.
 """
 
@@ -80,7 +81,7 @@ CSV_FIELDS = [
     "certified", "log_posterior", "log_posterior_bound", "gap", "stop_reason",
     "time_s", "search_time_s", "call_wall_s",
     "expansions", "or_nodes", "and_nodes", "graph_mb",
-    "rss_baseline_mb", "rss_peak_mb", "search_rss_mb",
+    "rss_baseline_mb", "rss_peak_mb", "search_rss_mb", "ru_maxrss_mb",
     "tree", "import_s", "warmup_s", "worker_wall_s", "loadavg_1m_before", "started_at",
 ]
 
@@ -88,18 +89,37 @@ CSV_FIELDS = [
 # ---------------------------------------------------------------------------------------------
 # memory helpers (stdlib only: they run inside both workers)
 # ---------------------------------------------------------------------------------------------
-def _peak_rss_mb() -> float:
+def _status_mb(field: str) -> float | None:
+    """A ``VmXXX`` line of /proc/self/status in MiB (None when unavailable)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _ru_maxrss_mb() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return r / 2**20 if sys.platform == "darwin" else r / 1024.0  # bytes on macOS, KiB on Linux
 
 
+def _peak_rss_mb() -> float:
+    """Peak RSS of this process image.
+
+    On Linux ``VmHWM`` (the high-water mark of the current address space).  Not
+    ``ru_maxrss``: Linux carries ``ru_maxrss`` over ``fork`` + ``exec``, so a
+    worker started by a 200 MB parent would report at least 200 MB.
+    """
+    hwm = _status_mb("VmHWM")
+    return _ru_maxrss_mb() if hwm is None else hwm
+
+
 def _current_rss_mb() -> float:
-    try:
-        with open("/proc/self/statm") as fh:
-            pages = int(fh.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return _peak_rss_mb()
+    rss = _status_mb("VmRSS")
+    return _peak_rss_mb() if rss is None else rss
 
 
 def _emit(obj: dict) -> None:
@@ -156,6 +176,7 @@ def worker_ours(args) -> None:
     clf.fit(X, y)
     wall = time.perf_counter() - t0
     rss_peak = _peak_rss_mb()
+    ru_maxrss = _ru_maxrss_mb()
     _emit({
         "impl": "ours",
         "dataset": args.dataset,
@@ -175,6 +196,7 @@ def worker_ours(args) -> None:
         "graph_mb": clf.peak_memory_ / 2**20,
         "rss_baseline_mb": rss_base,
         "rss_peak_mb": rss_peak,
+        "ru_maxrss_mb": ru_maxrss,
         "tree": clf.tree_.to_paren(),
         "import_s": import_s,
         "warmup_s": warmup_s,
@@ -201,6 +223,7 @@ def worker_ref(args) -> None:
     sol = maptree.search(Xl, yl, args.alpha, args.beta, [float(r) for r in args.rho], -1, limit)
     wall = time.perf_counter() - t0
     rss_peak = _peak_rss_mb()
+    ru_maxrss = _ru_maxrss_mb()
     lb, ub = float(sol.lb), float(sol.ub)
     _emit({
         "impl": "ref",
@@ -217,6 +240,7 @@ def worker_ref(args) -> None:
         "call_wall_s": wall,
         "rss_baseline_mb": rss_base,
         "rss_peak_mb": rss_peak,
+        "ru_maxrss_mb": ru_maxrss,
         "tree": str(sol.tree),
         "import_s": import_s,
     })
@@ -470,6 +494,13 @@ def _f(v, fmt: str, empty: str = "") -> str:
     return empty if v is None or v == "" else format(v, fmt)
 
 
+def _t(v) -> str:
+    """Seconds: 3 decimals, or 2 significant digits below 0.1 s (zoo-1 takes well under 1 ms)."""
+    if v is None:
+        return ""
+    return f"{v:.3f}" if v >= 0.1 else f"{v:.2g}"
+
+
 def _med(rows, key):
     vals = [r[key] for r in rows if r.get(key) not in (None, "")]
     return statistics.median(vals) if vals else None
@@ -518,8 +549,9 @@ def summarize(rows: list[dict], datasets: list[str], ref_enabled: bool, time_lim
             o["time_ratio"] = None
         if o.get("rss_peak") and r.get("rss_peak"):
             o["rss_ratio"] = o["rss_peak"] / r["rss_peak"]
-        if o.get("rss_search") and r.get("rss_search") and r["rss_search"] > 0:
-            o["search_rss_ratio"] = o["rss_search"] / r["rss_search"]
+        if o.get("rss_search") is not None and r.get("rss_search") is not None:
+            # A search too small to move the RSS (zoo-1) has no meaningful ratio.
+            o["search_rss_ratio"] = o["rss_search"] / r["rss_search"] if r["rss_search"] >= 1.0 else "n/a"
         summ += [o, r]
 
     hdr = [
@@ -539,20 +571,21 @@ def summarize(rows: list[dict], datasets: list[str], ref_enabled: bool, time_lim
             lines.append("| " + " | ".join(cells) + " |")
             continue
         ours = s["impl"] == "ours"
-        tcell = f"{s['time_med']:.3f} [{s['time_min']:.3f}-{s['time_max']:.3f}]"
+        tcell = f"{_t(s['time_med'])} [{_t(s['time_min'])}-{_t(s['time_max'])}]"
         if not s["all_certified"]:
             tcell += f" (stopped, limit {time_limit:g} s)"
         runs = str(s["runs"]) + (f" ({s['errors']} failed)" if s["errors"] else "")
         cells = [
             s["dataset"], f"{s['n']} x {s['d']}", s["impl"], runs, s["certified"],
-            f"{s['log_posterior']:.6f}", f"{s['bound']:.6f}", tcell, _f(s["wall_med"], ".3f"),
+            f"{s['log_posterior']:.6f}", f"{s['bound']:.6f}", tcell, _t(s["wall_med"]),
             _f(s["expansions"], ",.0f") if ours else "",
             f"{s['or_nodes']:,.0f} / {s['and_nodes']:,.0f}" if ours else "",
             _f(s["graph_mb"], ".1f") if ours else "",
             _f(s["rss_peak"], ".1f"), _f(s["rss_search"], ".1f"),
-            _f(s.get("time_ratio"), ".3f", "n/a" if ref_enabled else "") if ours else "",
+            _f(s.get("time_ratio"), ".3g", "n/a" if ref_enabled else "") if ours else "",
             _f(s.get("rss_ratio"), ".2f") if ours else "",
-            _f(s.get("search_rss_ratio"), ".2f") if ours else "",
+            (s["search_rss_ratio"] if isinstance(s.get("search_rss_ratio"), str)
+             else _f(s.get("search_rss_ratio"), ".2f")) if ours else "",
             s.get("agree", "") if ours else "",
             s.get("same_tree", "") if ours else "",
         ]
@@ -658,7 +691,7 @@ def parent(a) -> int:
                         row["error"] = ""
                         row["search_rss_mb"] = res["rss_peak_mb"] - res["rss_baseline_mb"]
                         _log(
-                            f"[{k}/{total}] {ds} {impl} repeat {rep + 1}: {res['time_s']:.3f} s, "
+                            f"[{k}/{total}] {ds} {impl} repeat {rep + 1}: {_t(res['time_s'])} s, "
                             f"certified={res['certified']}, log posterior {res['log_posterior']:.6f}, "
                             f"peak RSS {res['rss_peak_mb']:.0f} MB (load {row['loadavg_1m_before']})"
                         )
@@ -717,8 +750,9 @@ def parent(a) -> int:
         "graph, which the C++ does inside the call); *fit/call wall* is the whole `fit` for ours. "
         "Log posterior: `log_posterior_` (ours), `-ub` (ref); bound: `log_posterior_bound_` (ours), `-lb` (ref); "
         "over repeats the best log posterior and the tightest bound are shown. "
-        "*Search graph*: `peak_memory_` (bytes of the search-graph arrays). *Peak RSS*: `ru_maxrss` of the "
-        "worker process (interpreter and libraries included: ours loads numpy, scipy, scikit-learn and numba); "
+        "*Search graph*: `peak_memory_` (bytes of the search-graph arrays). *Peak RSS*: `VmHWM` of the "
+        "worker process (interpreter and libraries included: ours loads numpy, scipy, scikit-learn and numba; "
+        "not `ru_maxrss`, which Linux carries over fork + exec from the parent); "
         "*search RSS*: peak RSS minus the RSS just before the search call. Medians over repeats. "
         f"*agree*: |log posterior ours - ref| <= {AGREE_TOL:g} when both certified in every run; *same tree*: the "
         "MAPTree paren strings are identical. Raw runs: `" + csv_path.name + "`.",

@@ -346,6 +346,31 @@ def _propagate(
 
 
 @njit(cache=True)
+def expand_node(
+    o, words, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int,
+    or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+    or_and_count, or_first_edge, or_stamp,
+    and_feature, and_parent, and_child0, and_child1, edge_next,
+    ht_h1, ht_h2, ht_val, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
+):
+    """One expansion of the unexpanded OR node ``o`` (sample set ``words``): create its
+    splits, propagate the bounds, count it.  The caller guarantees room for the new nodes."""
+    _expand(
+        o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop,
+        log_int, ub_inf,
+        or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+        or_and_count, or_first_edge, or_stamp,
+        and_feature, and_parent, and_child0, and_child1, edge_next,
+        ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
+    )
+    _propagate(
+        o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
+        or_stamp, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
+    )
+    counters[C_N_EXP] += 1
+
+
+@njit(cache=True)
 def run_search(
     M1, Y, row_group, group_masks, root_words, G, Gsum, lconst, log_ps, log_pstop, log_int,
     or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
@@ -411,18 +436,13 @@ def run_search(
                 gap = g0
             if not (gap > 0.0):
                 return STATUS_INTERNAL_ERROR
-        _expand(
-            o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int, ub_inf,
+        expand_node(
+            o, words, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int,
             or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
             or_and_count, or_first_edge, or_stamp,
             and_feature, and_parent, and_child0, and_child1, edge_next,
-            ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
+            ht_h1, ht_h2, ht_val, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
         )
-        _propagate(
-            o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
-            or_stamp, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
-        )
-        counters[C_N_EXP] += 1
     if or_lb[0] >= or_ub[0]:
         return STATUS_SOLVED
     return STATUS_BUDGET

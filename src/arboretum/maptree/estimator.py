@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -14,6 +15,7 @@ from ..data import (
     check_int,
     check_positive_number,
 )
+from .incumbents import cart_candidates, tree_splits
 from .search import AndOrSearch
 
 __all__ = ["MAPTreeClassifier"]
@@ -55,6 +57,14 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
     memory_limit : float or None, default=None
         Cap, in MiB, on the memory of the search graph; the search stops
         instead of growing past it.
+    initial_trees : "cart", None or list of Tree, default="cart"
+        Candidate trees put into the search graph before the best-first search
+        starts (:mod:`arboretum.maptree.incumbents`): the answer is then never
+        worse than the best pruning of any of them, which matters when a limit
+        stops the search early.  "cart" uses CART trees (Gini and entropy,
+        depths 2 to 6 and unlimited); a list gives your own trees with binary
+        splits; None starts from the root alone, as in the paper.  The optimum
+        and the certificate do not depend on this.
     verbose : int, default=0
         If > 0, print the bounds about once a second while searching.
 
@@ -103,6 +113,7 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         max_expansions: int | None = None,
         time_limit: float | None = None,
         memory_limit: float | None = None,
+        initial_trees="cart",
         verbose: int = 0,
     ) -> None:
         self.alpha = alpha
@@ -111,6 +122,7 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         self.max_expansions = max_expansions
         self.time_limit = time_limit
         self.memory_limit = memory_limit
+        self.initial_trees = initial_trees
         self.verbose = verbose
 
     # -- validation ------------------------------------------------------------------------
@@ -124,6 +136,17 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
             check_positive_number(getattr(self, name), name, allow_none=True)
         check_int(self.verbose, "verbose", minimum=0)
         return rho
+
+    def _candidates(self, X: np.ndarray, y: np.ndarray) -> list:
+        if self.initial_trees is None:
+            return []
+        if isinstance(self.initial_trees, str):
+            if self.initial_trees != "cart":
+                raise ValueError(
+                    f"initial_trees must be 'cart', None or a list of Tree; got {self.initial_trees!r}"
+                )
+            return cart_candidates(X, y)
+        return [tree_splits(t, X.shape[1]) for t in self.initial_trees]
 
     def _validate_X(self, X, reset: bool) -> np.ndarray:
         X = validate_data(self, X, reset=reset, dtype=None, ensure_all_finite=True)
@@ -162,9 +185,15 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
                     f"memory={s.nbytes / 2**20:.0f} MiB",
                     file=sys.stderr,
                 )
+        t_seed = time.perf_counter()
+        for splits in self._candidates(X, y_enc):
+            search.seed(splits, max_expansions=self.max_expansions)
+        time_limit = self.time_limit
+        if time_limit is not None:
+            time_limit = max(0.0, time_limit - (time.perf_counter() - t_seed))
         result = search.run(
             max_expansions=self.max_expansions,
-            time_limit=self.time_limit,
+            time_limit=time_limit,
             memory_limit=None if self.memory_limit is None else int(self.memory_limit * 2**20),
             callback=callback,
         )
@@ -180,7 +209,7 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         self.n_expansions_ = result.n_expansions
         self.n_or_nodes_ = result.n_or_nodes
         self.n_and_nodes_ = result.n_and_nodes
-        self.search_time_ = result.search_time
+        self.search_time_ = time.perf_counter() - t_seed
         self.peak_memory_ = result.peak_bytes
         self.rho_ = rho
         if self.verbose:

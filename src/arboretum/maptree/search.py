@@ -313,6 +313,70 @@ class AndOrSearch:
             peak_bytes=self.peak_bytes,
         )
 
+    def _has_room(self) -> bool:
+        F = self.n_features
+        c = self.counters
+        return (
+            c[K.C_N_OR] + 2 * F <= self.or_lb.shape[0]
+            and c[K.C_N_AND] + F <= self.and_feature.shape[0]
+            and 2 * (c[K.C_HT_USED] + 2 * F) <= self.ht_val.shape[0]
+        )
+
+    def seed(self, splits, max_expansions: int | None = None) -> int:
+        """Put a candidate tree into the search graph by expanding the OR nodes along it.
+
+        Every node of the candidate and every pruning of it then has its exact
+        cost as an upper bound, so the incumbent is at least as good as the best
+        of them; the certificate and the optimum are unaffected (only nodes of
+        the same graph are expanded, in another order).
+
+        Parameters
+        ----------
+        splits : callable
+            ``splits(path) -> feature or -1 (leaf)`` where ``path`` is the tuple
+            of ``(feature, side)`` pairs from the root (see
+            :mod:`arboretum.maptree.incumbents`).
+        max_expansions : int, optional
+            Stop seeding after this many expansions in total.
+
+        Returns
+        -------
+        int
+            Number of expansions spent.
+        """
+        start = self.n_expansions_
+        stack = [(0, self.root_words.copy(), ())]
+        while stack:
+            o, words, path = stack.pop()
+            if max_expansions is not None and self.n_expansions_ >= max_expansions:
+                break
+            f = splits(path)
+            if f < 0:
+                continue
+            if not self.or_expanded[o]:
+                while not self._has_room():
+                    self._grow()
+                K.expand_node(
+                    o, words, self.M1, self.Y, self.row_group, self.group_masks, self.G,
+                    self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.log_int,
+                    self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
+                    self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
+                    self.or_first_edge, self.or_stamp,
+                    self.and_feature, self.and_parent, self.and_child0, self.and_child1,
+                    self.edge_next, self.ht_h1, self.ht_h2, self.ht_val, self.buf_a, self.buf_b,
+                    self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
+                )
+                self.n_expansions_ = int(self.counters[K.C_N_EXP])
+            s0, c = int(self.or_and_start[o]), int(self.or_and_count[o])
+            hit = np.flatnonzero(self.and_feature[s0 : s0 + c] == f)
+            if hit.size == 0:  # not a valid split here: the candidate is degenerate below
+                continue
+            a = s0 + int(hit[0])
+            m = self.M1[f]
+            stack.append((int(self.and_child1[a]), words & m, path + ((f, 1),)))
+            stack.append((int(self.and_child0[a]), words & ~m, path + ((f, 0),)))
+        return self.n_expansions_ - start
+
     # -- reading the answer ------------------------------------------------------------------
     def _best_ub_and(self, o: int) -> tuple[int, float]:
         """The AND child of ``o`` with the smallest UB (lowest feature on ties), and that UB."""
