@@ -12,7 +12,14 @@ from fixtures import FIXTURE_ORACLES, FIXTURES
 
 from arboretum import MAPTreeClassifier
 from arboretum._bitset import pack_rows_mask, unpack
-from arboretum.bayes import co_optimal_trees, exact_map, log_posterior
+from arboretum.bayes import (
+    BCARTOracle,
+    ChipmanPrior,
+    co_optimal_trees,
+    exact_map,
+    log_dirichlet_multinomial,
+    log_posterior,
+)
 from arboretum.datasets import load_dataset
 from arboretum.maptree import AndOrSearch
 from arboretum.tree import Tree
@@ -34,6 +41,16 @@ def _random_dataset(rng, *, n_classes=2, duplicates=False):
     y = rng.integers(0, n_classes, size=n)
     y[: n_classes] = np.arange(n_classes)  # every class present
     return X, y
+
+
+def _node_subsets(s, X) -> dict:
+    """Sample set of every stored OR node, rebuilt from the AND structure (parents come first)."""
+    subsets = {0: np.ones(X.shape[0], bool)}
+    for a in range(int(s.counters[1])):
+        p, f = int(s.and_parent[a]), int(s.and_feature[a])
+        subsets[int(s.and_child0[a])] = subsets[p] & (X[:, f] == 0)
+        subsets[int(s.and_child1[a])] = subsets[p] & (X[:, f] == 1)
+    return subsets
 
 
 PRIORS = [(0.95, 0.5), (0.5, 4.0), (0.999, 0.1), (0.8, 1.0), (0.2, 8.0)]
@@ -79,7 +96,12 @@ def test_spec_fixtures(row):
     X, y = FIXTURES[row.fixture]()
     s = AndOrSearch(X, y, 2, row.alpha, row.beta, row.rho)
     if np.unique(X, axis=0).shape[0] > 1:  # fixture D's root is unsplittable: solved at creation
-        assert s.lower_bound == pytest.approx(row.h_root, abs=1e-6)
+        # h'(root) = min(exact leaf cost, perfect-split term) >= the paper's h(root).
+        counts = np.bincount(y, minlength=2)
+        pure = sum(log_dirichlet_multinomial(counts[k] * np.eye(2)[k], row.rho) for k in range(2))
+        split_term = -ChipmanPrior(row.alpha, row.beta).log_p_split(0) - pure
+        assert s.lower_bound == pytest.approx(min(row.root_leaf_cost, split_term), abs=1e-6)
+        assert s.lower_bound >= row.h_root - 1e-6
         assert s.upper_bound == pytest.approx(row.root_leaf_cost, abs=1e-6)
     clf = _fit(X, y, alpha=row.alpha, beta=row.beta, rho=row.rho)
     assert clf.optimal_
@@ -154,7 +176,10 @@ def test_signal_only_in_last_rows(n):
 @pytest.mark.parametrize("ub_semantics", ["leaf", "inf"])
 @pytest.mark.parametrize("tie_rule", ["paper", "reference"])
 def test_invariants_after_every_expansion(ub_semantics, tie_rule):
-    """T-9 and spec §4.3 invariants after every single expansion, both UB semantics and tie rules."""
+    """T-9 and spec §4.3 invariants after every single expansion, both UB semantics and tie rules.
+
+    Also checks admissibility of the splittable Perfect Split bound h' on every created node:
+    LB <= the exact optimum of that node's subproblem (recomputed by the oracle)."""
     rng = np.random.default_rng(5)
     cases = [FIXTURES["B"](), FIXTURES["C"](), FIXTURES["A"]()]
     cases += [_random_dataset(rng, duplicates=True) for _ in range(6)]
@@ -179,6 +204,11 @@ def test_invariants_after_every_expansion(ub_semantics, tie_rule):
                 break
         assert s.solved
         assert s.upper_bound == pytest.approx(opt, abs=1e-9)
+        # Every stored node's LB (h' when created, raised since) is <= its subproblem's optimum.
+        oracle = BCARTOracle(X, y, alpha=0.95, beta=0.5, rho=(2.5, 2.5))
+        for o, members in _node_subsets(s, X).items():
+            mask = oracle.subset_mask(np.flatnonzero(members))
+            assert s.or_lb[o] <= oracle.value(mask, int(s.or_depth[o])) + 1e-9
 
 
 def test_anytime_never_worse_as_budget_grows():
@@ -243,13 +273,7 @@ def test_no_duplicate_subproblems():
     s.run()
     n_or = int(s.counters[0])
     seen = set()
-    # Rebuild every stored node's subset from the AND structure, breadth first.
-    subsets = {0: np.ones(len(y), bool)}
-    for a in range(int(s.counters[1])):
-        p = int(s.and_parent[a])
-        f = int(s.and_feature[a])
-        subsets[int(s.and_child0[a])] = subsets[p] & (X[:, f] == 0)
-        subsets[int(s.and_child1[a])] = subsets[p] & (X[:, f] == 1)
+    subsets = _node_subsets(s, X)
     for o in range(n_or):
         key = (subsets[o].tobytes(), int(s.or_depth[o]))
         assert key not in seen

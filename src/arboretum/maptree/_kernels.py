@@ -161,11 +161,27 @@ def new_or_node(
     ``p_leaf = 1``: it is created solved (``LB = UB``) and marked expanded
     without AND children, so the search never visits it.
 
-    Otherwise LB is the Perfect Split heuristic, and UB is the leaf cost with
-    ``p_leaf = 1 - p_split(d)`` (reference semantics; exact, since a valid
-    split exists), or +inf with ``ub_inf`` (the paper's semantics, where an
-    unexpanded node has no partial solution).  With these two rules the UB of
-    every partial solution is the exact cost of its tree.
+    Otherwise a valid split exists, and UB is the exact leaf cost with
+    ``p_leaf = 1 - p_split(d)`` (reference semantics), or +inf with ``ub_inf``
+    (the paper's semantics, where an unexpanded node has no partial solution).
+    With these two rules the UB of every partial solution is the exact cost of
+    its tree.
+
+    LB is the *splittable* Perfect Split bound
+
+        h'(o) = min( -log(1 - p_split(d)) - log l(c),  -log p_split(d) - sum_k log l(c_k e_k) ).
+
+    Proof of admissibility (h' <= val(o)): val(o) is the minimum of the leaf
+    cost, which is exactly the first term because V(I) is not empty, and of
+    ``-log p_split(d) + log|V(I)| + val(o_0) + val(o_1)`` over the splits.  For
+    any split, ``log|V| >= 0``; every child value is at least its likelihood
+    term ``-log l(c_j)`` (all prior factors are <= 1), which by Lemma 13 is at
+    least ``sum_k -log l(c_jk e_k)``; and by Lemma 14 (superadditivity of pure
+    likelihoods) ``sum_j -log l(c_jk e_k) >= -log l(c_k e_k)``.  So every split
+    costs at least the second term.  The paper's heuristic uses the bare
+    likelihood ``-log l(c)`` in the first term because it does not know
+    whether V(I) is empty; we know, so ``h' >= h`` with equality only when the
+    split term is the smaller one.
     """
     row = or_counts[node]
     ll = _log_lik(row, G, Gsum, lconst)
@@ -179,8 +195,9 @@ def new_or_node(
         or_leaf[node] = -ll
         or_expanded[node] = 1
         return
-    or_lb[node] = -max(ll, _split_term(row, d, G, Gsum, log_ps))
-    or_ub[node] = np.inf if ub_inf else -log_pstop[d] - ll
+    leaf = -log_pstop[d] - ll
+    or_lb[node] = min(leaf, -_split_term(row, d, G, Gsum, log_ps))
+    or_ub[node] = np.inf if ub_inf else leaf
     or_leaf[node] = or_ub[node]
     or_expanded[node] = 0
 
