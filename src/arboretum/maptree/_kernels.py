@@ -152,7 +152,7 @@ def heuristic_cost(counts_row, d, G, Gsum, lconst, log_ps):
 @njit(cache=True)
 def new_or_node(
     node, d, no_split, G, Gsum, lconst, log_ps, log_pstop, ub_inf,
-    or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge, or_stamp,
+    or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge, or_stamp, or_best, or_flags,
 ):
     """Initialise OR node ``node`` (its counts already written) at depth ``d``.
 
@@ -189,6 +189,8 @@ def new_or_node(
     or_and_count[node] = 0
     or_first_edge[node] = -1
     or_stamp[node] = 0
+    or_best[node] = -1
+    or_flags[node] = 0
     if no_split:
         or_lb[node] = -ll
         or_ub[node] = -ll
@@ -228,7 +230,7 @@ def _no_split(words, total, row_group, group_masks):
 def _expand(
     o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int, ub_inf,
     or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-    or_and_count, or_first_edge, or_stamp,
+    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
 ):
@@ -288,7 +290,7 @@ def _expand(
                 new_or_node(
                     child, d + 1, _no_split(scratch, total, row_group, group_masks), G, Gsum, lconst, log_ps, log_pstop, ub_inf,
                     or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded,
-                    or_and_count, or_first_edge, or_stamp,
+                    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
                 )
                 ht_h1[slot] = h1
                 ht_h2[slot] = h2
@@ -306,58 +308,96 @@ def _expand(
     counters[C_N_AND] = a0 + nv
 
 
+_LB_DIRTY = np.uint8(1)  # the node's best-LB AND got worse: rescan its AND children
+_UB_DOWN = np.uint8(2)  # the node's UB already decreased: pass it on to its parents
+
+
+@njit(cache=True, inline="always")
+def _rescan_lb(o, or_lb, or_leaf, or_pen, or_and_start, or_and_count, or_best, and_child0, and_child1):
+    """Fresh ``min(leaf cost, min over AND children of LB)`` of ``o``; caches the argmin AND
+    (the first in feature order, -1 when the leaf attains it) in ``or_best``."""
+    best = or_leaf[o]
+    besta = -1
+    pen = or_pen[o]
+    s = or_and_start[o]
+    for a in range(s, s + or_and_count[o]):
+        v = pen + or_lb[and_child0[a]] + or_lb[and_child1[a]]
+        if v < best or (besta < 0 and v <= best):
+            best = v
+            besta = a
+    or_best[o] = besta
+    return best
+
+
 @njit(cache=True)
 def _propagate(
     start, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
-    or_stamp, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
+    or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
 ):
-    """Recompute LB and UB from ``start`` upwards (spec §3.6, Alg. 4 and 5).
+    """Propagate bound changes from the just-expanded node ``start`` upwards (spec §3.6).
 
     All parents of a node at depth ``d`` are at depth ``d - 1``, so processing
     level by level visits every changed ancestor once, after all of its
     changed descendants.  LB only ever increases and UB only ever decreases.
-    A change of either is passed on to every parent OR node (through every
-    parent AND node), including the LB jump of an expanded node without valid
-    splits (the reference forgets that one, spec §3.6).
+    The work is incremental, edge by edge: a child whose UB fell lowers its
+    parent's UB in O(1) if the AND through it is now the parent's best; a child
+    whose LB rose forces a rescan of the parent's AND children only when that
+    AND is the parent's cached best-LB AND (any other AND's LB rising cannot
+    change the minimum, because LBs only rise).  The LB jump of an expanded
+    node without valid splits is passed on like any other change (the
+    reference forgets it, spec §3.6).
     """
     counters[C_STAMP] += 1
     stamp = counters[C_STAMP]
     cur, nxt = buf_a, buf_b
     n_cur = 1
     cur[0] = start
+    or_flags[start] = _LB_DIRTY
+    # The expanded node's UB: the minimum over its new AND children and its exact leaf cost.
+    ubv = or_leaf[start]
+    pen = or_pen[start]
+    s = or_and_start[start]
+    for a in range(s, s + or_and_count[start]):
+        uv = pen + or_ub[and_child0[a]] + or_ub[and_child1[a]]
+        if uv < ubv:
+            ubv = uv
+    if ubv < or_ub[start]:
+        or_ub[start] = ubv
+        or_flags[start] |= _UB_DOWN
     while n_cur > 0:
         n_nxt = 0
         for q in range(n_cur):
             o = cur[q]
-            lbv = or_leaf[o]
-            ubv = or_leaf[o]
-            pen = or_pen[o]
-            s = or_and_start[o]
-            for a in range(s, s + or_and_count[o]):
-                c0 = and_child0[a]
-                c1 = and_child1[a]
-                lv = pen + or_lb[c0] + or_lb[c1]
-                uv = pen + or_ub[c0] + or_ub[c1]
-                if lv < lbv:
-                    lbv = lv
-                if uv < ubv:
-                    ubv = uv
-            changed = False
-            if lbv > or_lb[o]:
-                or_lb[o] = lbv
-                changed = True
-            if ubv < or_ub[o]:
-                or_ub[o] = ubv
-                changed = True
-            if changed:
-                e = or_first_edge[o]
-                while e >= 0:
-                    p = and_parent[e >> 1]
+            flags = or_flags[o]
+            or_flags[o] = 0
+            lb_up = False
+            if flags & _LB_DIRTY:
+                v = _rescan_lb(o, or_lb, or_leaf, or_pen, or_and_start, or_and_count, or_best, and_child0, and_child1)
+                if v > or_lb[o]:
+                    or_lb[o] = v
+                    lb_up = True
+            ub_down = (flags & _UB_DOWN) != 0
+            if not (lb_up or ub_down):
+                continue
+            e = or_first_edge[o]
+            while e >= 0:
+                a = e >> 1
+                p = and_parent[a]
+                mark = np.uint8(0)
+                if ub_down:
+                    uv = or_pen[p] + or_ub[and_child0[a]] + or_ub[and_child1[a]]
+                    if uv < or_ub[p]:
+                        or_ub[p] = uv
+                        mark |= _UB_DOWN
+                if lb_up and or_best[p] == a:
+                    mark |= _LB_DIRTY
+                if mark:
+                    or_flags[p] |= mark
                     if or_stamp[p] != stamp:
                         or_stamp[p] = stamp
                         nxt[n_nxt] = p
                         n_nxt += 1
-                    e = edge_next[e]
+                e = edge_next[e]
         cur, nxt = nxt, cur
         n_cur = n_nxt
 
@@ -366,7 +406,7 @@ def _propagate(
 def expand_node(
     o, words, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int,
     or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-    or_and_count, or_first_edge, or_stamp,
+    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_h1, ht_h2, ht_val, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
 ):
@@ -376,13 +416,13 @@ def expand_node(
         o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop,
         log_int, ub_inf,
         or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-        or_and_count, or_first_edge, or_stamp,
+        or_and_count, or_first_edge, or_stamp, or_best, or_flags,
         and_feature, and_parent, and_child0, and_child1, edge_next,
         ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
     )
     _propagate(
         o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
-        or_stamp, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
+        or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
     )
     counters[C_N_EXP] += 1
 
@@ -391,7 +431,7 @@ def expand_node(
 def run_search(
     M1, Y, row_group, group_masks, root_words, G, Gsum, lconst, log_ps, log_pstop, log_int,
     or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-    or_and_count, or_first_edge, or_stamp,
+    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_h1, ht_h2, ht_val, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
     max_iter, tie_rule, ub_inf,
@@ -421,15 +461,7 @@ def run_search(
             words[w] = root_words[w]
         o = 0
         while or_expanded[o]:
-            best = np.inf
-            abest = -1
-            pen = or_pen[o]
-            s = or_and_start[o]
-            for a in range(s, s + or_and_count[o]):
-                v = pen + or_lb[and_child0[a]] + or_lb[and_child1[a]]
-                if v < best:
-                    best = v
-                    abest = a
+            abest = or_best[o]  # the first minimum-LB AND child, kept current by _propagate
             if abest < 0:
                 return STATUS_INTERNAL_ERROR
             c0 = and_child0[abest]
@@ -456,7 +488,7 @@ def run_search(
         expand_node(
             o, words, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int,
             or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-            or_and_count, or_first_edge, or_stamp,
+            or_and_count, or_first_edge, or_stamp, or_best, or_flags,
             and_feature, and_parent, and_child0, and_child1, edge_next,
             ht_h1, ht_h2, ht_val, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
         )

@@ -36,6 +36,8 @@ _OR_FIELDS = (
     ("or_and_count", np.int32, ()),
     ("or_first_edge", np.int64, ()),
     ("or_stamp", np.int64, ()),
+    ("or_best", np.int64, ()),
+    ("or_flags", np.uint8, ()),
     ("buf_a", np.int32, ()),
     ("buf_b", np.int32, ()),
 )
@@ -144,7 +146,7 @@ class AndOrSearch:
         K.new_or_node(
             0, 0, group_sizes.size == 1, self.G, self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.ub_inf,
             self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
-            self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp,
+            self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
         )
         h1, h2 = (np.uint64(h) for h in K.hash_words(self.root_words))
         _, slot = K.ht_find(h1, h2, 0, self.ht_h1, self.ht_h2, self.ht_val, self.or_depth)
@@ -227,7 +229,7 @@ class AndOrSearch:
                 self.log_ps, self.log_pstop, self.log_int,
                 self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
                 self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
-                self.or_first_edge, self.or_stamp,
+                self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
                 self.and_feature, self.and_parent, self.and_child0, self.and_child1,
                 self.edge_next, self.ht_h1, self.ht_h2, self.ht_val, self.buf_a, self.buf_b,
                 self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
@@ -361,7 +363,7 @@ class AndOrSearch:
                     self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.log_int,
                     self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
                     self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
-                    self.or_first_edge, self.or_stamp,
+                    self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
                     self.and_feature, self.and_parent, self.and_child0, self.and_child1,
                     self.edge_next, self.ht_h1, self.ht_h2, self.ht_val, self.buf_a, self.buf_b,
                     self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
