@@ -82,7 +82,7 @@ CSV_FIELDS = [
     "time_s", "search_time_s", "call_wall_s",
     "expansions", "or_nodes", "and_nodes", "graph_mb",
     "rss_baseline_mb", "rss_peak_mb", "search_rss_mb", "ru_maxrss_mb",
-    "tree", "import_s", "warmup_s", "worker_wall_s", "loadavg_1m_before", "started_at",
+    "tree", "import_s", "warmup_s", "worker_wall_s", "loadavg_1m_before", "started_at", "source_digest",
 ]
 
 
@@ -200,6 +200,7 @@ def worker_ours(args) -> None:
         "tree": clf.tree_.to_paren(),
         "import_s": import_s,
         "warmup_s": warmup_s,
+        "source_digest": _source_digest(),
     })
 
 
@@ -305,13 +306,18 @@ def machine_info() -> dict:
     }
 
 
-def _source_digest() -> str:
-    """Hash of the arboretum sources actually run (editable install: others may be editing them)."""
+def _package_dir() -> Path | None:
     try:
         import arboretum
-
-        root = Path(arboretum.__file__).resolve().parent
     except Exception:  # pragma: no cover
+        return None
+    return Path(arboretum.__file__).resolve().parent
+
+
+def _source_digest(root: Path | None = None) -> str:
+    """Hash of the arboretum ``*.py`` sources under ``root`` (default: the imported package)."""
+    root = root or _package_dir()
+    if root is None:
         return "unknown"
     h = hashlib.sha256()
     for p in sorted(root.rglob("*.py")):
@@ -430,12 +436,12 @@ def _prior_args(a) -> list[str]:
     return ["--alpha", repr(a.alpha), "--beta", repr(a.beta), "--rho", *[repr(r) for r in a.rho]]
 
 
-def measure_compile(a) -> dict:
+def measure_compile(a, base_env: dict | None = None) -> dict:
     """Cold compile (fresh NUMBA_CACHE_DIR) and warm first-call overhead, each in a fresh process."""
     out: dict = {}
     tmp = tempfile.mkdtemp(prefix="numba-cold-")
     try:
-        env = dict(os.environ, NUMBA_CACHE_DIR=tmp)
+        env = dict(base_env or os.environ, NUMBA_CACHE_DIR=tmp)
         _log("numba compile, cold cache (fresh NUMBA_CACHE_DIR) ...")
         out["cold"], out["cold_error"], _ = run_worker(sys.executable, ["--worker", "compile", *_prior_args(a)],
                                                        timeout=900, env=env)
@@ -445,7 +451,7 @@ def measure_compile(a) -> dict:
     for i in (1, 2):
         _log(f"numba first-call overhead, on-disk cache ({i}/2) ...")
         out["warm"], out["warm_error"], _ = run_worker(sys.executable, ["--worker", "compile", *_prior_args(a)],
-                                                       timeout=900)
+                                                       timeout=900, env=base_env)
     return out
 
 
@@ -488,6 +494,70 @@ def compile_lines(c: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# parent: comparing trees
+# ---------------------------------------------------------------------------------------------
+def parse_paren(text: str):
+    """Parse MAPTree notation: a leaf is "" and a split on f is "(" left f right ")".
+
+    Returns None for a leaf and ``(f, left, right)`` for a split (left: x_f = 0).
+    """
+    pos = 0
+
+    def tree():
+        nonlocal pos
+        if pos >= len(text) or text[pos] != "(":
+            return None
+        pos += 1
+        left = tree()
+        start = pos
+        while pos < len(text) and text[pos].isdigit():
+            pos += 1
+        if start == pos:
+            raise ValueError(f"bad tree string {text!r} at {pos}")
+        f = int(text[start:pos])
+        right = tree()
+        if pos >= len(text) or text[pos] != ")":
+            raise ValueError(f"bad tree string {text!r} at {pos}")
+        pos += 1
+        return (f, left, right)
+
+    out = tree()
+    if pos != len(text):
+        raise ValueError(f"bad tree string {text!r}")
+    return out
+
+
+def leaf_partition(text: str, X) -> frozenset:
+    """The non-empty sets of training samples that share a leaf."""
+    import numpy as np
+
+    parts = []
+    stack = [(parse_paren(text), np.arange(X.shape[0]))]
+    while stack:
+        node, idx = stack.pop()
+        if node is None:
+            if idx.size:
+                parts.append(frozenset(idx.tolist()))
+            continue
+        f, left, right = node
+        on = X[idx, f] != 0
+        stack.append((left, idx[~on]))
+        stack.append((right, idx[on]))
+    return frozenset(parts)
+
+
+def compare_trees(ours: list[str], ref: list[str], X) -> str:
+    if ours == ref:
+        return "yes"
+    try:
+        po = {leaf_partition(t, X) for t in ours}
+        pr = {leaf_partition(t, X) for t in ref}
+    except (ValueError, IndexError):
+        return "no"
+    return "same partition" if po == pr else "no"
+
+
+# ---------------------------------------------------------------------------------------------
 # parent: summary
 # ---------------------------------------------------------------------------------------------
 def _f(v, fmt: str, empty: str = "") -> str:
@@ -506,9 +576,11 @@ def _med(rows, key):
     return statistics.median(vals) if vals else None
 
 
-def summarize(rows: list[dict], datasets: list[str], ref_enabled: bool, time_limit) -> tuple[list[dict], list[str]]:
-    """Per (dataset, impl) summary dicts and the Markdown table lines."""
+def summarize(rows: list[dict], datasets: list[str], ref_enabled: bool, time_limit,
+              data: dict | None = None) -> tuple[list[dict], list[str]]:
+    """Per (dataset, impl) summary dicts and the Markdown table lines (``data``: name -> X)."""
     summ = []
+    data = data or {}
     for ds in datasets:
         per = {}
         for impl in ("ours", "ref"):
@@ -541,7 +613,11 @@ def summarize(rows: list[dict], datasets: list[str], ref_enabled: bool, time_lim
         if both:
             diff = abs(o["log_posterior"] - r["log_posterior"])
             o["agree"] = "yes" if diff <= AGREE_TOL else f"NO (diff {diff:.2e})"
-            o["same_tree"] = "yes" if o["trees"] == r["trees"] else "no"
+            X = data.get(ds)
+            if X is None:
+                o["same_tree"] = "yes" if o["trees"] == r["trees"] else "no"
+            else:
+                o["same_tree"] = compare_trees(o["trees"], r["trees"], X)
             o["time_ratio"] = o["time_med"] / r["time_med"] if r["time_med"] else None
         else:
             o["agree"] = "n/a" if ref_enabled else ""
@@ -630,9 +706,7 @@ def parent(a) -> int:
     base.parent.mkdir(parents=True, exist_ok=True)
     md_path, csv_path = base.with_suffix(".md"), base.with_suffix(".csv")
 
-    import numpy as np
-
-    from arboretum import list_datasets, load_dataset
+    from arboretum import list_datasets
 
     unknown = [d for d in datasets if d not in list_datasets()]
     if unknown:
@@ -655,9 +729,40 @@ def parent(a) -> int:
             _log(f"reference: {ref_python} (python {ref_info['python']}, numpy {ref_info['numpy']})")
     ref_enabled = ref_python is not None
 
-    compile_info = {} if a.no_compile else measure_compile(a)
+    # Run every `ours` worker on a frozen copy of the package, so that edits made to the
+    # (editable) sources while the benchmark runs cannot mix code versions.
+    live_dir = _package_dir()
+    snap_root = None
+    ours_env = None
+    if not a.no_freeze and live_dir is not None:
+        snap_root = tempfile.mkdtemp(prefix="arboretum-src-")
+        shutil.copytree(live_dir, Path(snap_root) / "arboretum",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        ours_env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [snap_root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+        snap_digest = _source_digest(Path(snap_root) / "arboretum")
+        _log(f"running ours from a snapshot of {live_dir} (digest {snap_digest}) in {snap_root}")
+    else:
+        snap_digest = vers["source_digest"]
+
+    try:
+        return _run(a, datasets, repeats, time_limit, md_path, csv_path, command, started, load_start, mach,
+                    vers, ref_python, ref_info, ref_notes, ref_enabled, ours_env, snap_digest, live_dir)
+    finally:
+        if snap_root:
+            shutil.rmtree(snap_root, ignore_errors=True)
+
+
+def _run(a, datasets, repeats, time_limit, md_path, csv_path, command, started, load_start, mach,
+         vers, ref_python, ref_info, ref_notes, ref_enabled, ours_env, snap_digest, live_dir) -> int:
+    import numpy as np
+
+    from arboretum import load_dataset
+
+    compile_info = {} if a.no_compile else measure_compile(a, ours_env)
 
     rows: list[dict] = []
+    data_by_name: dict = {}
     tmpdir = tempfile.mkdtemp(prefix="maptree-bench-")
     timeout = 2 * time_limit + 300
     try:
@@ -665,6 +770,7 @@ def parent(a) -> int:
         k = 0
         for ds in datasets:
             X, y = load_dataset(ds, return_X_y=True)
+            data_by_name[ds] = np.asarray(X)
             npz = os.path.join(tmpdir, f"{ds}.npz")
             np.savez(npz, X=np.asarray(X, dtype=np.uint8), y=np.asarray(y, dtype=np.int64))
             for rep in range(repeats):
@@ -680,7 +786,7 @@ def parent(a) -> int:
                            "repeat": rep + 1, "order": order + 1, "time_limit": time_limit,
                            "loadavg_1m_before": round(os.getloadavg()[0], 2),
                            "started_at": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
-                    res, err, wall = run_worker(py, argv, timeout=timeout)
+                    res, err, wall = run_worker(py, argv, timeout=timeout, env=ours_env if impl == "ours" else None)
                     row["worker_wall_s"] = round(wall, 3)
                     if res is None:
                         row.update(status="error", error=err)
@@ -690,6 +796,8 @@ def parent(a) -> int:
                         row["status"] = "ok"
                         row["error"] = ""
                         row["search_rss_mb"] = res["rss_peak_mb"] - res["rss_baseline_mb"]
+                        if impl == "ours" and res.get("source_digest") != snap_digest:
+                            _log(f"WARNING: worker ran sources {res.get('source_digest')}, expected {snap_digest}")
                         _log(
                             f"[{k}/{total}] {ds} {impl} repeat {rep + 1}: {_t(res['time_s'])} s, "
                             f"certified={res['certified']}, log posterior {res['log_posterior']:.6f}, "
@@ -702,8 +810,9 @@ def parent(a) -> int:
 
     load_end = os.getloadavg()
     finished = _dt.datetime.now().astimezone()
-    digest_end = _source_digest()
-    summ, table = summarize(rows, datasets, ref_enabled, time_limit)
+    digest_end = _source_digest(live_dir) if live_dir is not None else "unknown"
+    ours_digests = sorted({r.get("source_digest") for r in rows if r["impl"] == "ours" and r["status"] == "ok"})
+    summ, table = summarize(rows, datasets, ref_enabled, time_limit, data=data_by_name)
     loads = [r["loadavg_1m_before"] for r in rows]
 
     md = ["# MAPTree: arboretum vs the reference C++ implementation", ""]
@@ -721,9 +830,14 @@ def parent(a) -> int:
     ]
     md += ["## Versions", ""]
     md += [
-        f"- ours: arboretum {vers['arboretum']} (git {vers['git']}; source digest {vers['source_digest']}"
-        + ("" if digest_end == vers["source_digest"] else
-           f" at start, **{digest_end} at end: the sources changed during the run**") + ")",
+        f"- ours: arboretum {vers['arboretum']} (git {vers['git']}; sources digest {snap_digest}"
+        + (", run from a copy of the sources taken at start" if ours_env is not None else "")
+        + ("" if ours_digests in ([], [snap_digest]) else
+           f"; **the workers ran different sources: {', '.join(map(str, ours_digests))}**")
+        + ("" if digest_end == snap_digest else
+           f"; the live sources changed during the run (digest {digest_end} at end)"
+           + (", which the benchmark did not use" if ours_env is not None else "") )
+        + ")",
         f"  python {vers['python']}, numpy {vers['numpy']}, numba {vers['numba']}",
     ]
     if ref_enabled:
@@ -782,6 +896,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref-python", default=None, help="interpreter that can `import maptree` (else $MAPTREE_REF_PYTHON, ...)")
     p.add_argument("--ref-commit", default=DEFAULT_REF_COMMIT, help="reference commit to report (default %(default)s)")
     p.add_argument("--no-compile", action="store_true", help="skip the numba compile-time measurement")
+    p.add_argument("--no-freeze", action="store_true",
+                   help="run ours from the live package instead of a copy of its sources taken at start")
     p.add_argument("--alpha", type=float, default=0.95)
     p.add_argument("--beta", type=float, default=0.5)
     p.add_argument("--rho", type=float, nargs=2, default=[2.5, 2.5])

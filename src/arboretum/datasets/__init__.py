@@ -1,7 +1,9 @@
 """Datasets bundled with arboretum.
 
 The 16 binary CP4IM benchmark datasets used by DL8.5, MurTree and MAPTree
-ship with the package; load them with :func:`load_dataset`::
+ship with the package, and so do four small UCI datasets of the BCART-PCFG
+paper ("iris", "caesarian", "haberman", "vertebral"; see
+:mod:`arboretum.datasets.uci`).  Load any of them with :func:`load_dataset`::
 
     >>> from arboretum.datasets import list_datasets, load_dataset
     >>> X, y = load_dataset("zoo-1", return_X_y=True)
@@ -20,7 +22,9 @@ from importlib import resources
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["list_datasets", "load_dataset"]
+from .uci import UCI_DATASETS, list_uci_datasets, load_uci, make_hidden_xor
+
+__all__ = ["list_datasets", "list_uci_datasets", "load_dataset", "make_hidden_xor"]
 
 _SUFFIX = ".txt.gz"
 
@@ -69,8 +73,9 @@ def _resolve(name: object) -> str:
     key = name.strip().lower().replace("_", "-")
     if key.endswith(_SUFFIX):
         key = key[: -len(_SUFFIX)]
-    if key in available:
+    if key in available or key in UCI_DATASETS:
         return key
+    available = tuple(sorted(available + tuple(UCI_DATASETS)))
     close = difflib.get_close_matches(key, available, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     raise ValueError(f"unknown dataset {name!r}.{hint} Available datasets: {', '.join(available)}")
@@ -112,7 +117,10 @@ def load_dataset(name: str, return_X_y: bool = False) -> Bunch | tuple[np.ndarra
     Parameters
     ----------
     name : str
-        One of :func:`list_datasets` (case-insensitive; ``_`` may replace ``-``).
+        One of :func:`list_datasets` (case-insensitive; ``_`` may replace ``-``),
+        or one of the UCI datasets of :func:`list_uci_datasets`, which are
+        returned by :func:`arboretum.datasets.uci.load_uci` (float features,
+        class indices, the ARFF feature and class names).
     return_X_y : bool, default=False
         Return ``(X, y)`` instead of a :class:`~sklearn.utils.Bunch`.
 
@@ -134,6 +142,8 @@ def load_dataset(name: str, return_X_y: bool = False) -> Bunch | tuple[np.ndarra
         suggests the closest name.
     """
     key = _resolve(name)
+    if key in UCI_DATASETS:
+        return load_uci(key, return_X_y=return_X_y)
     X_cached, y_cached = _load_arrays(key)
     X, y = X_cached.copy(), y_cached.copy()
     if return_X_y:

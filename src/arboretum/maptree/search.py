@@ -32,11 +32,11 @@ _OR_FIELDS = (
     ("or_leaf", np.float64, ()),
     ("or_pen", np.float64, ()),
     ("or_expanded", np.uint8, ()),
-    ("or_and_start", np.int64, ()),
+    ("or_and_start", np.int32, ()),
     ("or_and_count", np.int32, ()),
-    ("or_first_edge", np.int64, ()),
-    ("or_stamp", np.int64, ()),
-    ("or_best", np.int64, ()),
+    ("or_first_edge", np.int32, ()),
+    ("or_stamp", np.int32, ()),
+    ("or_best", np.int32, ()),
     ("or_flags", np.uint8, ()),
     ("buf_a", np.int32, ()),
     ("buf_b", np.int32, ()),
@@ -163,7 +163,7 @@ class AndOrSearch:
         self.or_counts = np.zeros((cap_or, self.n_classes), dtype=np.int32)
         for name, dtype in _AND_FIELDS:
             setattr(self, name, np.zeros(cap_and, dtype=dtype))
-        self.edge_next = np.zeros(2 * cap_and, dtype=np.int64)
+        self.edge_next = np.zeros(2 * cap_and, dtype=np.int32)
         cap_ht = 1 << max(10, int(math.ceil(math.log2(4 * cap_or))))
         self.ht_h1 = np.zeros(cap_ht, dtype=np.uint64)
         self.ht_h2 = np.zeros(cap_ht, dtype=np.uint64)
@@ -192,6 +192,8 @@ class AndOrSearch:
             self.or_counts = _resized(self.or_counts, new)
         if n_and + F > cap_and:
             new = max(2 * cap_and, n_and + F)
+            if 2 * new >= 2**31:  # AND ids and parent-edge ids are int32
+                raise MemoryError("the search graph reached 2**30 AND nodes")
             for name, _ in _AND_FIELDS:
                 setattr(self, name, _resized(getattr(self, name), new))
             self.edge_next = _resized(self.edge_next, 2 * new)
@@ -289,7 +291,11 @@ class AndOrSearch:
                 if memory_limit is not None and self._grown_nbytes() > memory_limit:
                     reason = "memory_limit"
                     break
-                self._grow()
+                try:
+                    self._grow()
+                except MemoryError:  # the machine (or the int32 node ids) ran out first
+                    reason = "memory_limit"
+                    break
                 continue
             if dt < target / 2:
                 chunk = min(chunk * 2, 1 << 20)
@@ -356,8 +362,11 @@ class AndOrSearch:
             if f < 0:
                 continue
             if not self.or_expanded[o]:
-                while not self._has_room():
-                    self._grow()
+                if not self._has_room():
+                    try:
+                        self._grow()
+                    except MemoryError:
+                        break
                 K.expand_node(
                     o, words, self.M1, self.Y, self.row_group, self.group_masks, self.G,
                     self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.log_int,
