@@ -92,32 +92,35 @@ def _slot(h1, d, mask):
 
 
 @njit(cache=True)
-def ht_find(h1, h2, d, ht_h1, ht_h2, ht_val, or_depth):
-    """Look up ``(h1, h2, d)``; return ``(node_id or -1, slot)``."""
+def ht_find(h1, h2, d, ht_val, or_h1, or_h2, or_depth):
+    """Look up the subproblem ``(h1, h2, d)``; return ``(node_id or -1, slot)``.
+
+    The table holds only node ids (open addressing, linear probing); the
+    128-bit keys live with the nodes (``or_h1``, ``or_h2``), 16 bytes a node
+    instead of 16 bytes a slot.
+    """
     mask = np.uint64(ht_val.shape[0] - 1)
     i = _slot(h1, d, mask)
     while True:
         v = ht_val[i]
         if v < 0:
             return -1, i
-        if ht_h1[i] == h1 and ht_h2[i] == h2 and or_depth[v] == d:
+        if or_h1[v] == h1 and or_h2[v] == h2 and or_depth[v] == d:
             return v, i
         i = (i + 1) & (ht_val.shape[0] - 1)
 
 
 @njit(cache=True)
-def rehash(old_h1, old_h2, old_val, new_h1, new_h2, new_val, or_depth):
-    """Re-insert every entry of an old open-addressing table into a larger one."""
+def rehash(old_val, new_val, or_h1, or_depth):
+    """Re-insert every node id of an old open-addressing table into a larger one."""
     mask = np.uint64(new_val.shape[0] - 1)
     for j in range(old_val.shape[0]):
         v = old_val[j]
         if v < 0:
             continue
-        i = _slot(old_h1[j], or_depth[v], mask)
+        i = _slot(or_h1[v], or_depth[v], mask)
         while new_val[i] >= 0:
             i = (i + 1) & (new_val.shape[0] - 1)
-        new_h1[i] = old_h1[j]
-        new_h2[i] = old_h2[j]
         new_val[i] = v
 
 
@@ -232,7 +235,7 @@ def _expand(
     or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
-    ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
+    ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
 ):
     """Expand OR node ``o`` whose sample set is ``words``: create every valid split."""
     F, W = M1.shape
@@ -275,7 +278,7 @@ def _expand(
                     scratch[w] = words[w] & ~M1[f, w]
                 total = n - n1_buf[j]
             h1, h2 = hash_words(scratch)
-            child, slot = ht_find(h1, h2, d + 1, ht_h1, ht_h2, ht_val, or_depth)
+            child, slot = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child < 0:
                 child = counters[C_N_OR]
                 counters[C_N_OR] += 1
@@ -292,8 +295,8 @@ def _expand(
                     or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded,
                     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
                 )
-                ht_h1[slot] = h1
-                ht_h2[slot] = h2
+                or_h1[child] = h1
+                or_h2[child] = h2
                 ht_val[slot] = child
                 counters[C_HT_USED] += 1
             e = 2 * a + side
@@ -408,7 +411,7 @@ def expand_node(
     or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
-    ht_h1, ht_h2, ht_val, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
+    ht_val, or_h1, or_h2, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
 ):
     """One expansion of the unexpanded OR node ``o`` (sample set ``words``): create its
     splits, propagate the bounds, count it.  The caller guarantees room for the new nodes."""
@@ -418,7 +421,7 @@ def expand_node(
         or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
         or_and_count, or_first_edge, or_stamp, or_best, or_flags,
         and_feature, and_parent, and_child0, and_child1, edge_next,
-        ht_h1, ht_h2, ht_val, valid_f, n1_buf, counters,
+        ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
     )
     _propagate(
         o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
@@ -433,7 +436,7 @@ def run_search(
     or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
-    ht_h1, ht_h2, ht_val, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
+    ht_val, or_h1, or_h2, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
     max_iter, tie_rule, ub_inf,
 ):
     """Run up to ``max_iter`` iterations of MAPTree's best-first search.
@@ -490,7 +493,7 @@ def run_search(
             or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
             or_and_count, or_first_edge, or_stamp, or_best, or_flags,
             and_feature, and_parent, and_child0, and_child1, edge_next,
-            ht_h1, ht_h2, ht_val, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
+            ht_val, or_h1, or_h2, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
         )
     if or_lb[0] >= or_ub[0]:
         return STATUS_SOLVED

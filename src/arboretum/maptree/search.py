@@ -27,6 +27,8 @@ __all__ = ["AndOrSearch", "SearchResult"]
 _OR_FIELDS = (
     # name, dtype, extra shape
     ("or_depth", np.int32, ()),
+    ("or_h1", np.uint64, ()),
+    ("or_h2", np.uint64, ()),
     ("or_lb", np.float64, ()),
     ("or_ub", np.float64, ()),
     ("or_leaf", np.float64, ()),
@@ -149,8 +151,8 @@ class AndOrSearch:
             self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
         )
         h1, h2 = (np.uint64(h) for h in K.hash_words(self.root_words))
-        _, slot = K.ht_find(h1, h2, 0, self.ht_h1, self.ht_h2, self.ht_val, self.or_depth)
-        self.ht_h1[slot], self.ht_h2[slot], self.ht_val[slot] = h1, h2, 0
+        _, slot = K.ht_find(h1, h2, 0, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
+        self.or_h1[0], self.or_h2[0], self.ht_val[slot] = h1, h2, 0
         self.counters[K.C_N_OR] = 1
         self.counters[K.C_HT_USED] = 1
         self.n_expansions_ = 0
@@ -165,15 +167,13 @@ class AndOrSearch:
             setattr(self, name, np.zeros(cap_and, dtype=dtype))
         self.edge_next = np.zeros(2 * cap_and, dtype=np.int32)
         cap_ht = 1 << max(10, int(math.ceil(math.log2(4 * cap_or))))
-        self.ht_h1 = np.zeros(cap_ht, dtype=np.uint64)
-        self.ht_h2 = np.zeros(cap_ht, dtype=np.uint64)
         self.ht_val = np.full(cap_ht, -1, dtype=np.int32)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the search graph's arrays (their capacity, not just their use)."""
         names = [f[0] for f in _OR_FIELDS] + [f[0] for f in _AND_FIELDS]
-        names += ["or_counts", "edge_next", "ht_h1", "ht_h2", "ht_val"]
+        names += ["or_counts", "edge_next", "ht_val"]
         return int(sum(getattr(self, a).nbytes for a in names))
 
     def _grown_nbytes(self) -> int:
@@ -202,10 +202,9 @@ class AndOrSearch:
             cap = self.ht_val.shape[0]
             while 2 * (used + 2 * F) > cap:
                 cap *= 2
-            h1, h2 = np.zeros(cap, np.uint64), np.zeros(cap, np.uint64)
             val = np.full(cap, -1, np.int32)
-            K.rehash(self.ht_h1, self.ht_h2, self.ht_val, h1, h2, val, self.or_depth)
-            self.ht_h1, self.ht_h2, self.ht_val = h1, h2, val
+            K.rehash(self.ht_val, val, self.or_h1, self.or_depth)
+            self.ht_val = val
         self.peak_bytes = max(self.peak_bytes, self.nbytes)
 
     # -- running ---------------------------------------------------------------------------
@@ -233,7 +232,7 @@ class AndOrSearch:
                 self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
                 self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
                 self.and_feature, self.and_parent, self.and_child0, self.and_child1,
-                self.edge_next, self.ht_h1, self.ht_h2, self.ht_val, self.buf_a, self.buf_b,
+                self.edge_next, self.ht_val, self.or_h1, self.or_h2, self.buf_a, self.buf_b,
                 self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
                 max_iter - done, self.tie_rule, self.ub_inf,
             )
@@ -374,7 +373,7 @@ class AndOrSearch:
                     self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
                     self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
                     self.and_feature, self.and_parent, self.and_child0, self.and_child1,
-                    self.edge_next, self.ht_h1, self.ht_h2, self.ht_val, self.buf_a, self.buf_b,
+                    self.edge_next, self.ht_val, self.or_h1, self.or_h2, self.buf_a, self.buf_b,
                     self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
                 )
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
