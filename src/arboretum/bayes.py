@@ -333,7 +333,12 @@ def _validate_data(
 
 
 def _tree_log_terms(
-    tree: Any, X: NDArray[np.uint8], y: NDArray[np.int64], prior: ChipmanPrior, rho: NDArray[np.float64]
+    tree: Any,
+    X: NDArray[np.uint8],
+    y: NDArray[np.int64],
+    prior: ChipmanPrior,
+    rho: NDArray[np.float64],
+    sample_weight: NDArray[np.float64] | None = None,
 ) -> tuple[float, float]:
     """Route the training samples through ``tree``; return (log prior, log likelihood).
 
@@ -368,7 +373,8 @@ def _tree_log_terms(
         if is_leaf:
             if n_valid > 0:
                 log_prior_total += float(prior.log_p_stop(depth))
-            counts = np.bincount(y[idx], minlength=n_classes)
+            w = None if sample_weight is None else sample_weight[idx]
+            counts = np.bincount(y[idx], weights=w, minlength=n_classes)
             log_lik_total += float(log_dirichlet_multinomial(counts, rho))
             continue
         if kinds is not None and int(kinds[node]) != _BINARY_SPLIT:
@@ -453,6 +459,7 @@ def log_posterior(
     alpha: float = 0.95,
     beta: float = 0.5,
     rho: ArrayLike = (2.5, 2.5),
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Unnormalised log posterior ``log P(T, Y | X)`` of a tree (spec-000 §2.5).
 
@@ -483,6 +490,12 @@ def log_posterior(
         Dirichlet concentrations in class-index order (``rho[k]`` pairs
         with class ``k``; ``K = len(rho)``).  A scalar means
         ``(rho,) * K`` with ``K = max(max(y) + 1, 2)``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights that multiply each sample's contribution to its
+        leaf's class counts (an integer weight ``w`` is the same as ``w``
+        copies of the row; the prior depends only on which distinct rows a
+        node holds, so it is unchanged).  Samples of weight 0 still count for
+        ``V(I)``: remove them first if they should not.
 
     Returns
     -------
@@ -497,7 +510,12 @@ def log_posterior(
     """
     prior = ChipmanPrior(alpha, beta)
     X_bin, y_int, rho_vec = _validate_data(X, y, rho)
-    lp, ll = _tree_log_terms(tree, X_bin, y_int, prior, rho_vec)
+    w = None
+    if sample_weight is not None:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        if w.shape != y_int.shape or not np.all(np.isfinite(w) & (w >= 0)):
+            raise ValueError("sample_weight must be a finite non-negative vector with one value per sample")
+    lp, ll = _tree_log_terms(tree, X_bin, y_int, prior, rho_vec, w)
     return lp + ll
 
 

@@ -237,13 +237,18 @@ def _expand(
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
 ):
-    """Expand OR node ``o`` whose sample set is ``words``: create every valid split."""
+    """Expand OR node ``o`` whose sample set is ``words``: create every valid split.
+
+    ``Y[k, b]`` is the set of samples of class ``k`` whose (integer) weight has
+    bit ``b`` set, so a node's weighted class count is
+    ``sum_b popcount(I & Y[k, b]) << b``; unweighted data have one bit plane.
+    """
     F, W = M1.shape
-    K = Y.shape[0]
+    K, B = Y.shape[0], Y.shape[1]
     d = or_depth[o]
-    n = 0
-    for k in range(K):
-        n += or_counts[o, k]
+    n = 0  # number of samples (not their weight): validity is about non-empty sides
+    for w in range(W):
+        n += popcount64(words[w])
     # Valid splits V(I): both sides non-empty.
     nv = 0
     for f in range(F):
@@ -282,14 +287,14 @@ def _expand(
             if child < 0:
                 child = counters[C_N_OR]
                 counters[C_N_OR] += 1
-                rest = total
-                for k in range(K - 1):
+                for k in range(K):
                     c = 0
-                    for w in range(W):
-                        c += popcount64(scratch[w] & Y[k, w])
+                    for b in range(B):
+                        cb = 0
+                        for w in range(W):
+                            cb += popcount64(scratch[w] & Y[k, b, w])
+                        c += cb << b
                     or_counts[child, k] = c
-                    rest -= c
-                or_counts[child, K - 1] = rest
                 new_or_node(
                     child, d + 1, _no_split(scratch, total, row_group, group_masks), G, Gsum, lconst, log_ps, log_pstop, ub_inf,
                     or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded,

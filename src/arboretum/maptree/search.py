@@ -89,6 +89,12 @@ class AndOrSearch:
         exists (default, better anytime trees) or +inf (the paper's Lemma 16).
     tie_rule : {"paper", "reference"}
         Which child the descent takes when the two gaps are equal.
+    sample_weight : ndarray of non-negative int, optional
+        Integer weights: a sample of weight ``w`` counts as ``w`` copies of
+        itself in the leaf likelihoods (exactly the posterior of the data with
+        that row repeated ``w`` times, since the prior depends only on which
+        distinct rows a node holds).  Zero-weight samples must be removed by
+        the caller.
     """
 
     def __init__(
@@ -102,6 +108,7 @@ class AndOrSearch:
         *,
         ub_semantics: str = "leaf",
         tie_rule: str = "paper",
+        sample_weight: np.ndarray | None = None,
     ) -> None:
         X = np.asarray(X, dtype=bool)
         y = np.asarray(y, dtype=np.int64)
@@ -113,7 +120,18 @@ class AndOrSearch:
         self.tie_rule = 0 if tie_rule == "paper" else 1
 
         self.M1 = pack_columns(X)
-        self.Y = pack_columns(y[:, None] == np.arange(self.n_classes)[None, :])
+        if sample_weight is None:
+            w = np.ones(n, dtype=np.int64)
+        else:
+            w = np.asarray(sample_weight, dtype=np.int64)
+        # Bit planes of the integer weights, per class: Y[k, b] = {i : y_i = k, bit b of w_i}.
+        n_bits = max(1, int(w.max()).bit_length())
+        onehot = y[:, None] == np.arange(self.n_classes)[None, :]
+        self.Y = np.stack(
+            [pack_columns(onehot & ((w >> b) & 1).astype(bool)[:, None]) for b in range(n_bits)],
+            axis=1,
+        )
+        total_weight = int(w.sum())
         self.root_words = pack_rows_mask(np.ones(n, dtype=bool))
         # Duplicate feature rows: subsets inside one group of identical rows have no valid split.
         _, self.row_group, group_sizes = np.unique(
@@ -124,7 +142,7 @@ class AndOrSearch:
             self.group_masks = pack_columns(self.row_group[:, None] == np.arange(group_sizes.size))
         else:
             self.group_masks = np.zeros((0, self.M1.shape[1]), dtype=np.uint64)
-        counts = np.arange(n + 1, dtype=np.float64)
+        counts = np.arange(total_weight + 1, dtype=np.float64)
         self.G = gammaln(counts[None, :] + self.rho[:, None])
         self.Gsum = gammaln(counts + self.rho.sum())
         self.lconst = float(gammaln(self.rho).sum() - gammaln(self.rho.sum()))
@@ -144,7 +162,7 @@ class AndOrSearch:
         self._alloc(cap_or=max(1024, 4 * F + 4), cap_and=max(1024, 2 * F + 2))
 
         # The root: all samples at depth 0.
-        self.or_counts[0] = np.bincount(y, minlength=self.n_classes)
+        self.or_counts[0] = np.bincount(y, weights=w, minlength=self.n_classes).astype(np.int64)
         K.new_or_node(
             0, 0, group_sizes.size == 1, self.G, self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.ub_inf,
             self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
