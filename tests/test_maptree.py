@@ -446,3 +446,25 @@ def test_user_initial_trees_and_errors():
         _fit(X, y, initial_trees=[Tree.from_paren("(0)", n_features=3)])
     with pytest.raises(TypeError, match="initial_trees"):
         _fit(X, y, initial_trees=["(0)"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Sample weights
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_integer_weights_equal_replicated_rows(n_classes):
+    """An integer weight w is exactly w copies of the row: same optimum, same co-optimal trees."""
+    rng = np.random.default_rng(21 + n_classes)
+    rho = (2.5,) * n_classes
+    for _ in range(25):
+        X, y = _random_dataset(rng, n_classes=n_classes, duplicates=True)
+        w = rng.integers(1, 9, size=len(y))
+        Xr, yr = np.repeat(X, w, axis=0), np.repeat(y, w)
+        opt, trees = co_optimal_trees(Xr, yr, rho=rho)
+        s = AndOrSearch(X, y, n_classes, rho=rho, sample_weight=w)
+        r = s.run()
+        tree = s.solution()
+        assert r.optimal and r.upper_bound == pytest.approx(opt, abs=1e-8)
+        assert tree.to_paren() in trees
+        assert np.array_equal(tree.counts[0], np.bincount(y, weights=w, minlength=n_classes))
+        assert -log_posterior(tree, X, y, rho=rho, sample_weight=w) == pytest.approx(opt, abs=1e-8)
