@@ -736,8 +736,9 @@ def parent(a) -> int:
     ours_env = None
     if not a.no_freeze and live_dir is not None:
         snap_root = tempfile.mkdtemp(prefix="arboretum-src-")
-        shutil.copytree(live_dir, Path(snap_root) / "arboretum",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        # __pycache__ is copied too (with mtimes): numba's on-disk cache stays valid for
+        # unchanged sources, so the copy does not trigger a second cold compile.
+        shutil.copytree(live_dir, Path(snap_root) / "arboretum")
         ours_env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [snap_root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
         snap_digest = _source_digest(Path(snap_root) / "arboretum")
@@ -868,8 +869,10 @@ def _run(a, datasets, repeats, time_limit, md_path, csv_path, command, started, 
         "worker process (interpreter and libraries included: ours loads numpy, scipy, scikit-learn and numba; "
         "not `ru_maxrss`, which Linux carries over fork + exec from the parent); "
         "*search RSS*: peak RSS minus the RSS just before the search call. Medians over repeats. "
-        f"*agree*: |log posterior ours - ref| <= {AGREE_TOL:g} when both certified in every run; *same tree*: the "
-        "MAPTree paren strings are identical. Raw runs: `" + csv_path.name + "`.",
+        f"*agree*: |log posterior ours - ref| <= {AGREE_TOL:g} when both certified in every run; *same tree*: "
+        "\"yes\" when the MAPTree paren strings are identical, \"same partition\" when they differ but send the "
+        "training samples to the same leaves (e.g. a split on a feature or on its complement), else \"no\". "
+        "Raw runs: `" + csv_path.name + "`.",
         "",
     ]
     errors = [r for r in rows if r["status"] != "ok"]

@@ -365,7 +365,7 @@ def test_bad_input():
     X, y = FIXTURES["B"]()
     clf = MAPTreeClassifier()
     with pytest.raises(ValueError, match="binary"):
-        clf.fit(X + 0.5, y)
+        MAPTreeClassifier(binarize=False).fit(X + 0.5, y)
     Xn = X.astype(float)
     Xn[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):

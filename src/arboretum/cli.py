@@ -3,6 +3,9 @@
 ``arboretum fit``     fits a certified MAP tree, prints it with its log posterior,
                       certificate or gap, and training / cross-validated accuracy
                       next to CART's; ``--save`` writes the model as JSON.
+                      Columns that are not 0/1 are binarised (thresholds for
+                      numbers, one-hot for text), and the tree reads on the raw
+                      columns.
 ``arboretum predict`` applies a saved model to a CSV file.
 ``arboretum datasets`` lists the bundled datasets.
 """
@@ -21,6 +24,8 @@ import numpy as np
 __all__ = ["main"]
 
 MODEL_FORMAT = "arboretum.model"
+#: Cell texts read as a missing value (which MAPTree refuses with a clear error).
+MISSING = frozenset({"", "?", "na", "n/a", "nan", "null", "none"})
 
 
 def _read_csv(path: str) -> tuple[list[str], list[list[str]]]:
@@ -45,14 +50,53 @@ def _to_float(body: list[list[str]], cols: list[int], header: list[str], path: s
     out = np.empty((len(body), len(cols)), dtype=np.float64)
     for i, r in enumerate(body):
         for j, c in enumerate(cols):
+            _check_not_missing(r[c], i, header[c], path)
             try:
                 out[i, j] = float(r[c])
             except ValueError:
                 raise SystemExit(
-                    f"error: {path} line {i + 2}, column {header[c]!r}: {r[c]!r} is not a number "
-                    f"(features must be 0/1 for MAPTree)"
+                    f"error: {path} line {i + 2}, column {header[c]!r}: {r[c]!r} is not a number"
                 ) from None
     return out
+
+
+def _check_not_missing(cell: str, i: int, column: str, path: str) -> None:
+    if cell.strip().lower() in MISSING:
+        raise SystemExit(
+            f"error: {path} line {i + 2}, column {column!r}: missing value {cell!r}; MAPTree does not "
+            f"support missing values (impute them or drop those rows first)"
+        )
+
+
+def _parses_as_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_features(
+    body: list[list[str]], cols: list[int], header: list[str], path: str, text_columns: set[str]
+) -> np.ndarray:
+    """Feature matrix of a CSV: float64 when every column is numeric, else an object
+    array holding floats for numeric columns and stripped strings for text columns
+    (those in ``text_columns`` and those with a value that is not a number)."""
+    columns = []
+    for c in cols:
+        cells = [r[c] for r in body]
+        for i, cell in enumerate(cells):
+            _check_not_missing(cell, i, header[c], path)
+        if header[c] in text_columns or not all(_parses_as_float(v) for v in cells):
+            columns.append([v.strip() for v in cells])
+        else:
+            columns.append([float(v) for v in cells])
+    if all(isinstance(col[0], float) for col in columns):
+        return np.asarray(columns, dtype=np.float64).T.copy()
+    X = np.empty((len(body), len(cols)), dtype=object)
+    for j, col in enumerate(columns):
+        X[:, j] = col
+    return X
 
 
 def _load_training_data(args) -> tuple[np.ndarray, np.ndarray, list[str], str]:
@@ -71,7 +115,7 @@ def _load_training_data(args) -> tuple[np.ndarray, np.ndarray, list[str], str]:
         )
     t = header.index(args.target)
     cols = [j for j in range(len(header)) if j != t]
-    X = _to_float(body, cols, header, args.csv)
+    X = _read_features(body, cols, header, args.csv, set(args.categorical or []))
     y = np.array([r[t].strip() for r in body])
     try:
         y = y.astype(np.int64)
@@ -81,6 +125,7 @@ def _load_training_data(args) -> tuple[np.ndarray, np.ndarray, list[str], str]:
 
 
 def _cv_scores(make, X, y, folds: int, seed: int) -> np.ndarray:
+    """Test accuracy of every fold of stratified, shuffled cross-validation."""
     from sklearn.model_selection import StratifiedKFold
 
     cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
@@ -93,6 +138,7 @@ def _cv_scores(make, X, y, folds: int, seed: int) -> np.ndarray:
 def _cmd_fit(args) -> int:
     from sklearn.tree import DecisionTreeClassifier
 
+    from .data import Binarizer
     from .maptree import MAPTreeClassifier
 
     X, y, names, label = _load_training_data(args)
@@ -101,17 +147,45 @@ def _cmd_fit(args) -> int:
         alpha=args.alpha, beta=args.beta, rho=rho, max_expansions=args.max_expansions,
         time_limit=args.time_limit, memory_limit=args.memory_limit,
     )
+    unknown = [c for c in args.categorical or [] if c not in names]
+    if unknown:
+        raise SystemExit(
+            f"error: --categorical names {', '.join(map(repr, unknown))}, not a feature column of "
+            f"{label}; columns: {', '.join(names)}"
+        )
+
+    def make_maptree():
+        binarizer = Binarizer(n_thresholds=args.n_thresholds, strategy=args.threshold_strategy)
+        return MAPTreeClassifier(**params, binarizer=binarizer)
+
     try:
-        clf = MAPTreeClassifier(**params).fit(X, y)
-    except ValueError as e:
+        clf = make_maptree().fit(X, y)
+    except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     clf.tree_.feature_names = list(names)
 
     n, d = X.shape
-    print(f"Dataset: {label} ({n} samples x {d} binary features; classes {clf.classes_.tolist()})")
+    if clf.binarizer_ is None:
+        print(f"Dataset: {label} ({n} samples x {d} binary features; classes {clf.classes_.tolist()})")
+        X_cart = X
+    else:
+        kinds = clf.binarizer_.column_kinds_
+        text = [nm for nm, k in zip(names, kinds) if k in ("categorical", "ordered")]
+        print(
+            f"Dataset: {label} ({n} samples x {d} features -> {len(clf.binarizer_.splits_)} binary "
+            f"features; classes {clf.classes_.tolist()})"
+        )
+        how = (
+            f"up to {args.n_thresholds} quantile thresholds"
+            if args.threshold_strategy == "quantile" else "every threshold"
+        )
+        print(f"Binarised: {how} per numeric column" + (
+            f"; one-hot categories for {', '.join(text)}" if text else ""
+        ))
+        X_cart = clf.binarizer_.encode(X)  # CART sees categories as their integer codes
     print(f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, rho={rho}")
     print()
-    print(clf.tree_.export_text(feature_names=names).rstrip())
+    print(clf.export_text(feature_names=names).rstrip())
     print()
     print(f"log posterior of this tree:  {clf.log_posterior_:.4f}")
     if clf.optimal_:
@@ -127,7 +201,7 @@ def _cmd_fit(args) -> int:
         )
 
     models = [
-        ("MAPTree", lambda: MAPTreeClassifier(**params)),
+        ("MAPTree", make_maptree),
         ("CART depth 4", lambda: DecisionTreeClassifier(max_depth=4, random_state=0)),
         ("CART unpruned", lambda: DecisionTreeClassifier(random_state=0)),
     ]
@@ -144,12 +218,16 @@ def _cmd_fit(args) -> int:
     print(header)
     t0 = time.perf_counter()
     for name, make in models:
-        m = clf if name == "MAPTree" else make().fit(X, y)
+        data = X if name == "MAPTree" else X_cart
+        m = clf if name == "MAPTree" else make().fit(data, y)
         leaves = m.tree_.n_leaves
-        row = f"{name:<14} {leaves:>6} {m.score(X, y):>9.3f}"
+        row = f"{name:<14} {leaves:>6} {m.score(data, y):>9.3f}"
         if folds and folds > 1:
-            s = _cv_scores(make, X, y, folds, args.seed)
-            row += f"  {s.mean():.3f} ± {s.std():.3f}"
+            try:
+                s = _cv_scores(make, data, y, folds, args.seed)
+                row += f"  {s.mean():.3f} ± {s.std():.3f}"
+            except ValueError as e:  # e.g. a category that only occurs in a test fold
+                row += f"  n/a ({e})"
         print(row, flush=True)
     if folds and folds > 1:
         print(f"(stratified, shuffled with seed {args.seed}; {time.perf_counter() - t0:.1f} s)")
@@ -159,20 +237,31 @@ def _cmd_fit(args) -> int:
             "format": MODEL_FORMAT,
             "version": 1,
             "estimator": "MAPTreeClassifier",
-            "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
+            "params": {
+                **{k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
+                "n_thresholds": args.n_thresholds,
+                "threshold_strategy": args.threshold_strategy,
+                "categorical": args.categorical,
+            },
             "log_posterior": clf.log_posterior_,
             "log_posterior_bound": clf.log_posterior_bound_,
             "optimal": clf.optimal_,
             "tree": clf.tree_.to_dict(),
         }
+        if clf.binarizer_ is not None:
+            # The tree splits the encoded raw columns: a text column by the position of its
+            # value in this list of categories.
+            model["columns"] = [
+                {"name": nm, "kind": kind, "categories": None if cats is None else list(cats)}
+                for nm, kind, cats in zip(names, clf.binarizer_.column_kinds_, clf.binarizer_.categories_)
+            ]
         Path(args.save).write_text(json.dumps(model, indent=1))
         print(f"\nmodel saved to {args.save}")
     return 0
 
 
-def load_model_tree(path: str):
-    """Read the :class:`~arboretum.tree.Tree` from a file written by ``arboretum fit --save``
-    (a bare ``Tree.to_dict()`` JSON file works too)."""
+def _load_model(path: str):
+    """The tree of a model file and its column encoding (None when every column is numeric)."""
     from .tree import Tree
 
     p = Path(path)
@@ -182,16 +271,51 @@ def load_model_tree(path: str):
         d = json.loads(p.read_text())
     except json.JSONDecodeError as e:
         raise SystemExit(f"error: {path} is not JSON: {e}") from None
+    columns = None
     if isinstance(d, dict) and d.get("format") == MODEL_FORMAT:
+        columns = d.get("columns")
         d = d["tree"]
     try:
-        return Tree.from_dict(d)
+        return Tree.from_dict(d), columns
     except (KeyError, TypeError, ValueError) as e:
         raise SystemExit(f"error: {path} does not hold an arboretum model: {e}") from None
 
 
+def load_model_tree(path: str):
+    """Read the :class:`~arboretum.tree.Tree` from a file written by ``arboretum fit --save``
+    (a bare ``Tree.to_dict()`` JSON file works too).
+
+    The tree splits the raw columns; text (categorical) columns are encoded as the
+    position of their value in the model file's ``columns[j]["categories"]``."""
+    return _load_model(path)[0]
+
+
+def _encode_features(
+    body: list[list[str]], cols: list[int], header: list[str], path: str, columns: list[dict]
+) -> np.ndarray:
+    """Numeric matrix for a model with a column encoding: text columns become category codes."""
+    X = np.empty((len(body), len(cols)), dtype=np.float64)
+    for j, (c, info) in enumerate(zip(cols, columns)):
+        cats = info.get("categories")
+        if cats is None:
+            X[:, j] = _to_float(body, [c], header, path)[:, 0]
+            continue
+        code = {v: float(k) for k, v in enumerate(cats)}
+        for i, r in enumerate(body):
+            _check_not_missing(r[c], i, header[c], path)
+            v = r[c].strip()
+            if v not in code:
+                shown = ", ".join(cats[:20]) + (", ..." if len(cats) > 20 else "")
+                raise SystemExit(
+                    f"error: {path} line {i + 2}, column {header[c]!r}: category {v!r} was not seen "
+                    f"when the model was fitted (seen: {shown})"
+                )
+            X[i, j] = code[v]
+    return X
+
+
 def _cmd_predict(args) -> int:
-    tree = load_model_tree(args.model)
+    tree, columns = _load_model(args.model)
     header, body = _read_csv(args.csv)
     names = tree.feature_names
     if names is not None and all(nm in header for nm in names):
@@ -205,7 +329,10 @@ def _cmd_predict(args) -> int:
                 f"error: the model needs {tree.n_features} features but {args.csv} has "
                 f"{len(cols)} usable columns{hint}"
             )
-    X = _to_float(body, cols, header, args.csv)
+    if columns is not None:
+        X = _encode_features(body, cols, header, args.csv, columns)
+    else:
+        X = _to_float(body, cols, header, args.csv)
     pred = tree.predict(X)
     proba = tree.predict_proba(X) if tree.task == "classification" else None
     out = sys.stdout if args.output in (None, "-") else open(args.output, "w", newline="")
@@ -242,17 +369,37 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fit", help="fit a certified MAP tree (MAPTree) and compare it with CART")
     src = f.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", help="a bundled dataset (see `arboretum datasets`)")
-    src.add_argument("--csv", help="a CSV file with a header row and 0/1 feature columns")
+    src.add_argument(
+        "--csv",
+        help="a CSV file with a header row; 0/1, numeric and text columns (text columns are "
+        "categorical; empty, '?' and 'NA' cells are missing values, which are refused)",
+    )
     f.add_argument("--target", help="label column of --csv")
     f.add_argument("--alpha", type=float, default=0.95, help="prior split probability at the root (0, 1]")
     f.add_argument("--beta", type=float, default=0.5, help="decay of the split probability with depth, >= 0")
-    f.add_argument("--rho", type=float, nargs="+", default=[2.5, 2.5], help="Dirichlet leaf prior, one per class")
+    f.add_argument(
+        "--rho", type=float, nargs="+", default=[2.5],
+        help="Dirichlet leaf prior: one value for every class (default 2.5), or one per class",
+    )
     f.add_argument("--time-limit", type=float, default=60.0, help="seconds per search (default 60)")
     f.add_argument("--max-expansions", type=int, default=None, help="node expansions per search")
     f.add_argument("--memory-limit", type=float, default=None, help="MiB for the search graph")
     f.add_argument("--cv", type=int, default=10, help="folds of stratified cross-validation (0: none)")
     f.add_argument("--seed", type=int, default=0, help="shuffling seed for cross-validation")
     f.add_argument("--save", help="write the fitted model to this JSON file")
+    f.add_argument(
+        "--n-thresholds", type=int, default=8,
+        help="binarisation of non-0/1 columns: thresholds per numeric column (default 8)",
+    )
+    f.add_argument(
+        "--threshold-strategy", choices=["quantile", "all"], default="quantile",
+        help="'quantile' (default): thresholds near the quantiles; 'all': between every two "
+        "consecutive distinct values",
+    )
+    f.add_argument(
+        "--categorical", nargs="+", metavar="COLUMN",
+        help="read these --csv columns as text, i.e. categorical (one-hot), even if they hold numbers",
+    )
     f.set_defaults(func=_cmd_fit)
 
     pr = sub.add_parser("predict", help="predict a CSV file with a saved model")

@@ -804,7 +804,9 @@ class Binarizer(TransformerMixin, BaseEstimator):
                     splits.append(BinarySplit(j, BINARY, 0.5))
                 else:
                     pos = _cut_positions(counts, self.n_thresholds, self.strategy)
-                    cuts = np.array([_short_threshold(values[i], values[i + 1]) for i in pos], dtype=np.float64)
+                    cuts = np.array(
+                        [_short_threshold(values[i], values[i + 1]) for i in pos], dtype=np.float64
+                    )
                     splits.extend(BinarySplit(j, THRESHOLD, float(t)) for t in cuts)
             else:
                 labels = self._labels(j, col)
@@ -832,7 +834,9 @@ class Binarizer(TransformerMixin, BaseEstimator):
         self.categories_ = categories
         self.thresholds_ = thresholds
         self.splits_ = splits
-        self._codes = [None if c is None else {v: float(i) for i, v in enumerate(c.tolist())} for c in categories]
+        self._codes = [
+            None if c is None else {v: float(i) for i, v in enumerate(c.tolist())} for c in categories
+        ]
         return self
 
     # -- transforming ----------------------------------------------------------------------
@@ -969,7 +973,8 @@ class Binarizer(TransformerMixin, BaseEstimator):
                 return f"{name} == {labels[0]}", f"{name} != {labels[0]}"
             text = "{" + ", ".join(labels) + "}"
             return f"{name} in {text}", f"{name} not in {text}"
-        raise ValueError(f"kind must be one of {list(_KIND_NAMES.values())} (codes {list(_KIND_NAMES)}); got {kind!r}")
+        allowed = ", ".join(f"{name} ({code})" for code, name in _KIND_NAMES.items())
+        raise ValueError(f"kind must be one of {allowed}; got {kind!r}")
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Names of the binary columns: ``"age <= 42.5"``, ``"colour == red"``, ``"smoker"``.

@@ -5,16 +5,21 @@ from __future__ import annotations
 import sys
 import time
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..bayes import ChipmanPrior, log_posterior, validate_rho
 from ..data import (
+    Binarizer,
+    _is_dataframe,
+    _is_missing,
+    _is_number,
     check_binary_features,
     check_classification_targets_encoded,
     check_int,
     check_positive_number,
 )
+from ..tree import BINARY, CATEGORY, LEAF, THRESHOLD, Tree, TreeBuilder
 from .incumbents import cart_candidates, tree_splits
 from .search import AndOrSearch
 
@@ -35,7 +40,13 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
     first, it returns the best tree found so far together with an upper bound on
     the log posterior of any tree (``log_posterior_bound_``).
 
-    Features must be binary (0/1).
+    The search works on binary (0/1) features.  Other features (numbers,
+    categories, strings; numpy arrays or pandas DataFrames) are binarised
+    first by a :class:`~arboretum.data.Binarizer` (``binarize="auto"``): the
+    search runs on its questions ``"age <= 42.5"``, ``"colour == red"``, and
+    the returned tree is rewritten as a tree on the raw columns, so
+    ``predict`` takes the same raw ``X`` as ``fit`` and ``export_text`` shows
+    ``age <= 42.5``.
 
     Parameters
     ----------
@@ -43,9 +54,10 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         Split probability at the root, in (0, 1].
     beta : float, default=0.5
         Decay of the split probability with depth, >= 0.
-    rho : float or sequence of float, default=(2.5, 2.5)
+    rho : float or sequence of float, default=2.5
         Dirichlet prior of the leaves, one positive value per class in the
-        order of ``classes_`` (a scalar means the same value for every class).
+        order of ``classes_``; a scalar means the same value for every class,
+        so the default works for any number of classes (Beta(2.5, 2.5) for two).
         For two classes this is the Beta prior; the paper writes it
         ``(rho^1, rho^0)``, label 1 first, while here ``rho[0]`` goes with
         ``classes_[0]``.
@@ -64,7 +76,20 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         stops the search early.  "cart" uses CART trees (Gini and entropy,
         depths 2 to 6 and unlimited); a list gives your own trees with binary
         splits; None starts from the root alone, as in the paper.  The optimum
-        and the certificate do not depend on this.
+        and the certificate do not depend on this.  When ``X`` is binarised,
+        user trees split on the binarised columns.
+    binarize : "auto", True, "always", False or None, default="auto"
+        "auto": use ``X`` as it is when every value is 0 or 1 (or boolean),
+        else binarise it.  True or "always": always binarise (a 0/1 column
+        stays one binary column, so only the tree's form changes).  False or
+        None: ``X`` must be binary, as before; anything else is an error.
+    binarizer : Binarizer or None, default=None
+        How to binarise: an unfitted :class:`~arboretum.data.Binarizer`
+        (cloned at fit), e.g. ``Binarizer(n_thresholds=4, categorical=["zip"])``;
+        None means ``Binarizer()`` (8 quantile thresholds per numeric column,
+        one-hot categories).  Its parameters can be tuned through
+        ``binarizer__n_thresholds`` and the like once one is given.  Unused when
+        ``X`` is not binarised.
     verbose : int, default=0
         If > 0, print the bounds about once a second while searching.
 
@@ -72,9 +97,23 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
     ----------
     tree_ : arboretum.tree.Tree
         The returned tree; leaves hold training class counts and the posterior
-        mean class probabilities ``(c + rho) / (n + sum(rho))``.
+        mean class probabilities ``(c + rho) / (n + sum(rho))``.  When ``X``
+        was binarised it splits the raw columns (``THRESHOLD`` splits ``x <=
+        t``, ``CATEGORY`` splits on category codes, ``BINARY`` splits on 0/1
+        columns) and works on the *encoded* raw matrix
+        ``binarizer_.encode(X)`` (categories as integer codes); otherwise it
+        is the search tree on the binary ``X``.
+    search_tree_ : arboretum.tree.Tree
+        The tree as the search found it, with BINARY splits on the columns of
+        ``binarizer_.transform(X)`` (the same object as ``tree_`` when ``X``
+        was not binarised).  Node ids are the same as in ``tree_``.
+    binarizer_ : Binarizer or None
+        The fitted binarizer, or None when ``X`` was used as it is.
     log_posterior_ : float
-        ``log P(tree_, y | X)`` (unnormalised log posterior), recomputed from the tree.
+        ``log P(tree_, y | X)`` (unnormalised log posterior), recomputed from the
+        tree.  When ``X`` was binarised this is the posterior of
+        ``search_tree_`` on the binarised problem ``binarizer_.transform(X)``:
+        the prior counts the binary columns as the features.
     log_posterior_bound_ : float
         No tree has a higher log posterior than this (``-LB`` at the root).
     optimal_ : bool
@@ -109,11 +148,13 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         self,
         alpha: float = 0.95,
         beta: float = 0.5,
-        rho=(2.5, 2.5),
+        rho=2.5,
         max_expansions: int | None = None,
         time_limit: float | None = None,
         memory_limit: float | None = None,
         initial_trees="cart",
+        binarize="auto",
+        binarizer: Binarizer | None = None,
         verbose: int = 0,
     ) -> None:
         self.alpha = alpha
@@ -123,6 +164,8 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         self.time_limit = time_limit
         self.memory_limit = memory_limit
         self.initial_trees = initial_trees
+        self.binarize = binarize
+        self.binarizer = binarizer
         self.verbose = verbose
 
     # -- validation ------------------------------------------------------------------------
@@ -135,7 +178,23 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         for name in ("time_limit", "memory_limit"):
             check_positive_number(getattr(self, name), name, allow_none=True)
         check_int(self.verbose, "verbose", minimum=0)
+        if self.binarizer is not None and not isinstance(self.binarizer, Binarizer):
+            raise TypeError(
+                f"binarizer must be an arboretum.data.Binarizer or None; got {self.binarizer!r} "
+                f"({type(self.binarizer).__name__})"
+            )
         return rho
+
+    def _binarize_mode(self) -> str:
+        """"auto", "always" or "never" from the ``binarize`` parameter."""
+        b = self.binarize
+        if isinstance(b, str) and b in ("auto", "always"):
+            return b
+        if isinstance(b, (bool, np.bool_)):
+            return "always" if b else "never"
+        if b is None:
+            return "never"
+        raise ValueError(f"binarize must be 'auto', True or 'always', False or None; got {b!r}")
 
     def _candidates(self, X: np.ndarray, y: np.ndarray) -> list:
         if self.initial_trees is None:
@@ -149,8 +208,35 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         return [tree_splits(t, X.shape[1]) for t in self.initial_trees]
 
     def _validate_X(self, X, reset: bool) -> np.ndarray:
-        X = validate_data(self, X, reset=reset, dtype=None, ensure_all_finite=True)
+        """The matrix ``tree_`` works on: binary ``X``, or the encoded raw ``X``."""
+        X_raw = X
+        X = validate_data(self, X, reset=reset, dtype=None, ensure_all_finite=False)
+        if getattr(self, "binarizer_", None) is not None:
+            return self.binarizer_._encode(X_raw, check_names=False)
         return check_binary_features(X, estimator_name=type(self).__name__)
+
+    def _raw_tree(self, search_tree: Tree, names: list[str] | None) -> Tree:
+        """Rewrite the search tree's BINARY splits on binarised columns as raw splits.
+
+        The search sends binary value 0 left and 1 right.  A ``x <= t`` column
+        (THRESHOLD) or ``x == c`` column (CATEGORY) has value 1 on the *left*
+        branch of its raw split, so those nodes swap their children; 0/1
+        columns keep a BINARY split on the raw column.  Node ids are kept.
+        """
+        t = search_tree
+        b = TreeBuilder(self.n_features_in_, classes=self.classes_, feature_names=names)
+        for i in range(t.n_nodes):
+            b.add_node(t.counts[i], t.value[i], int(t.depth[i]))
+        for i in np.flatnonzero(t.split_kind != LEAF).tolist():
+            s = self.binarizer_.splits_[int(t.feature[i])]
+            zero, one = int(t.children_left[i]), int(t.children_right[i])
+            if s.kind == BINARY:
+                b.set_split(i, BINARY, s.column, 0.5, zero, one)
+            elif s.kind == THRESHOLD:
+                b.set_split(i, THRESHOLD, s.column, s.threshold, one, zero)
+            else:
+                b.set_split(i, CATEGORY, s.column, None, one, zero, categories=s.categories)
+        return b.build()
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X, y) -> "MAPTreeClassifier":
@@ -158,8 +244,9 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Binary (0/1 or boolean) features.
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+            Binary (0/1 or boolean) features, or, unless ``binarize`` is False,
+            any numbers, booleans, strings or categories without missing values.
         y : array-like of shape (n_samples,)
             Class labels (at least two distinct values).
 
@@ -167,13 +254,27 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : MAPTreeClassifier
         """
-        X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=True, reset=True)
+        mode = self._binarize_mode()
+        X_raw = X
+        X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False, reset=True)
         y_enc, classes = check_classification_targets_encoded(
             y, estimator_name=type(self).__name__
         )
-        X = check_binary_features(X, estimator_name=type(self).__name__)
+        as_is = mode == "never" or (mode == "auto" and _is_binary(X_raw, X))
+        if as_is:
+            X = check_binary_features(X, estimator_name=type(self).__name__)
         rho = self._check_params(len(classes))
+        binarizer = None
+        if not as_is:
+            binarizer = clone(self.binarizer) if self.binarizer is not None else Binarizer()
+            X = binarizer.fit_transform(X_raw)
+        self.binarizer_ = binarizer
         self.classes_ = classes
+        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
+        search_names = names if binarizer is None else list(binarizer.get_feature_names_out())
+        if X.shape[1] == 0:  # every raw column is constant: a single leaf, no valid split
+            X = np.zeros((X.shape[0], 1), dtype=np.uint8)
+            search_names = ["(constant)"]
 
         search = AndOrSearch(X, y_enc, len(classes), self.alpha, self.beta, rho)
         callback = None
@@ -197,10 +298,10 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
             memory_limit=None if self.memory_limit is None else int(self.memory_limit * 2**20),
             callback=callback,
         )
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        self.tree_ = search.solution(classes=self.classes_, feature_names=names)
+        self.search_tree_ = search.solution(classes=self.classes_, feature_names=search_names)
+        self.tree_ = self.search_tree_ if binarizer is None else self._raw_tree(self.search_tree_, names)
         self.log_posterior_ = float(
-            log_posterior(self.tree_, X, y_enc, alpha=self.alpha, beta=self.beta, rho=rho)
+            log_posterior(self.search_tree_, X, y_enc, alpha=self.alpha, beta=self.beta, rho=rho)
         )
         self.log_posterior_bound_ = float(-result.lower_bound)
         self.optimal_ = bool(result.optimal)
@@ -232,13 +333,88 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return self.tree_.apply(self._validate_X(X, reset=False))
 
-    def export_text(self, feature_names=None, **kwargs) -> str:
-        """The fitted tree as indented text (see :meth:`arboretum.tree.Tree.export_text`)."""
+    def export_text(
+        self, feature_names=None, decimals: int = 3, show_counts: bool = True
+    ) -> str:
+        """The fitted tree as indented text.
+
+        Without binarisation this is :meth:`arboretum.tree.Tree.export_text`
+        of ``tree_``.  With it, the splits read on the raw columns, with
+        thresholds printed exactly and categories by their labels::
+
+            |--- petal length (cm) <= 2.45
+            |   |--- class: setosa  (counts [50, 0, 0], p=0.913)
+            |--- petal length (cm) >  2.45
+            ...
+            |--- colour == red
+            ...
+
+        Parameters
+        ----------
+        feature_names : list of str, optional
+            Names of the (raw) columns; default ``feature_names_in_``, else
+            ``x[j]`` (binary input) or ``x0, x1, ...`` (binarised input).
+        decimals : int, default=3
+            Decimal places of counts and probabilities (and of thresholds
+            without binarisation).
+        show_counts : bool, default=True
+            Show the training counts and the predicted probability at leaves.
+
+        Returns
+        -------
+        text : str
+        """
         check_is_fitted(self)
-        return self.tree_.export_text(feature_names=feature_names, **kwargs)
+        if self.binarizer_ is None:
+            return self.tree_.export_text(
+                feature_names=feature_names, decimals=decimals, show_counts=show_counts
+            )
+        if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or decimals < 0:
+            raise ValueError(f"decimals must be an integer >= 0; got {decimals!r}")
+        if feature_names is None and self.tree_.feature_names is not None:
+            feature_names = self.tree_.feature_names
+        t = self.tree_
+        lines: list[str] = []
+        stack: list = [(0, 0)]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                lines.append(item)
+                continue
+            i, d = item
+            indent = "|   " * d + "|--- "
+            if t.split_kind[i] == LEAF:
+                lines.append(indent + t._leaf_text(i, decimals, show_counts))
+                continue
+            left, right = self.binarizer_.condition_text(
+                int(t.feature[i]), int(t.split_kind[i]), float(t.threshold[i]),
+                t.categories.get(i, ()), feature_names,
+            )
+            stack += [(int(t.children_right[i]), d + 1), indent + right,
+                      (int(t.children_left[i]), d + 1), indent + left]
+        return "\n".join(lines) + "\n"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         return tags
 
+
+def _is_binary(X_raw, X: np.ndarray) -> bool:
+    """Whether every value of ``X`` is 0, 1 or a boolean (and no column is categorical)."""
+    if _is_dataframe(X_raw):
+        import pandas as pd
+
+        for dt in X_raw.dtypes:
+            if isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_complex_dtype(dt):
+                return False
+            if not (pd.api.types.is_bool_dtype(dt) or pd.api.types.is_numeric_dtype(dt)):
+                return False
+    kind = X.dtype.kind
+    if kind == "b":
+        return True
+    if kind in "iuf":
+        return bool(np.all((X == 0) | (X == 1)))
+    if kind == "O":
+        return all(_is_number(v) and not _is_missing(v) and v in (0, 1) for v in X.flat)
+    return False
