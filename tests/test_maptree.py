@@ -468,3 +468,24 @@ def test_integer_weights_equal_replicated_rows(n_classes):
         assert tree.to_paren() in trees
         assert np.array_equal(tree.counts[0], np.bincount(y, weights=w, minlength=n_classes))
         assert -log_posterior(tree, X, y, rho=rho, sample_weight=w) == pytest.approx(opt, abs=1e-8)
+
+
+def test_estimator_sample_weight():
+    rng = np.random.default_rng(8)
+    for _ in range(10):
+        X, y = _random_dataset(rng, duplicates=True)
+        w = rng.integers(0, 5, size=len(y))
+        w[:2] = 1  # keep both classes
+        keep = w > 0
+        Xr, yr = np.repeat(X[keep], w[keep], axis=0), np.repeat(y[keep], w[keep])
+        opt, trees = co_optimal_trees(Xr, yr)
+        clf = MAPTreeClassifier().fit(X, y, sample_weight=w)
+        assert clf.optimal_ and clf.log_posterior_ == pytest.approx(-opt, abs=1e-8)
+        assert clf.tree_.to_paren() in trees
+        ones = MAPTreeClassifier().fit(X, y, sample_weight=np.ones(len(y)))
+        assert ones.log_posterior_ == pytest.approx(_fit(X, y).log_posterior_, abs=1e-12)
+    X, y = FIXTURES["B"]()
+    for bad, match in [(np.full(len(y), 0.5), "integers"), (-np.ones(len(y)), "integers"),
+                       (np.zeros(len(y)), "zero"), (np.ones(3), "shape")]:
+        with pytest.raises(ValueError, match=match):
+            MAPTreeClassifier().fit(X, y, sample_weight=bad)

@@ -239,7 +239,7 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         return b.build()
 
     # -- fitting ---------------------------------------------------------------------------
-    def fit(self, X, y) -> "MAPTreeClassifier":
+    def fit(self, X, y, sample_weight=None) -> "MAPTreeClassifier":
         """Search for the MAP tree of ``(X, y)``.
 
         Parameters
@@ -249,6 +249,14 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
             any numbers, booleans, strings or categories without missing values.
         y : array-like of shape (n_samples,)
             Class labels (at least two distinct values).
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative **integer** weights.  A sample of weight ``w`` counts
+            as ``w`` copies of itself, which is exactly the Bayesian CART
+            posterior of the data with that row repeated (the prior depends
+            only on which distinct rows a node holds; the leaf likelihoods see
+            weighted class counts).  Samples of weight 0 are left out, before
+            binarisation too.  Fractional weights are refused: the
+            Beta/Dirichlet likelihood counts samples and has no such reading.
 
         Returns
         -------
@@ -260,6 +268,13 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         y_enc, classes = check_classification_targets_encoded(
             y, estimator_name=type(self).__name__
         )
+        weights = None
+        if sample_weight is not None:
+            weights = _check_integer_weights(sample_weight, X.shape[0])
+            keep = np.flatnonzero(weights > 0)
+            if keep.size < X.shape[0]:
+                X, y_enc, weights = X[keep], y_enc[keep], weights[keep]
+                X_raw = X_raw.iloc[keep] if _is_dataframe(X_raw) else X
         as_is = mode == "never" or (mode == "auto" and _is_binary(X_raw, X))
         if as_is:
             X = check_binary_features(X, estimator_name=type(self).__name__)
@@ -276,7 +291,9 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
             X = np.zeros((X.shape[0], 1), dtype=np.uint8)
             search_names = ["(constant)"]
 
-        search = AndOrSearch(X, y_enc, len(classes), self.alpha, self.beta, rho)
+        search = AndOrSearch(
+            X, y_enc, len(classes), self.alpha, self.beta, rho, sample_weight=weights
+        )
         callback = None
         if self.verbose:
             def callback(s: AndOrSearch) -> None:
@@ -301,7 +318,10 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         self.search_tree_ = search.solution(classes=self.classes_, feature_names=search_names)
         self.tree_ = self.search_tree_ if binarizer is None else self._raw_tree(self.search_tree_, names)
         self.log_posterior_ = float(
-            log_posterior(self.search_tree_, X, y_enc, alpha=self.alpha, beta=self.beta, rho=rho)
+            log_posterior(
+                self.search_tree_, X, y_enc, alpha=self.alpha, beta=self.beta, rho=rho,
+                sample_weight=weights,
+            )
         )
         self.log_posterior_bound_ = float(-result.lower_bound)
         self.optimal_ = bool(result.optimal)
@@ -418,3 +438,29 @@ def _is_binary(X_raw, X: np.ndarray) -> bool:
     if kind == "O":
         return all(_is_number(v) and not _is_missing(v) and v in (0, 1) for v in X.flat)
     return False
+
+
+#: Largest total weight: the search tabulates log-gamma values up to it.
+MAX_TOTAL_WEIGHT = 10**8
+
+
+def _check_integer_weights(sample_weight, n_samples: int) -> np.ndarray:
+    """Validate ``sample_weight``: finite, non-negative integers, not all zero."""
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sample_weight must be numbers; got {sample_weight!r}") from None
+    if w.ndim != 1 or w.shape[0] != n_samples:
+        raise ValueError(f"sample_weight must have shape ({n_samples},); got {w.shape}")
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0) | (w != np.round(w)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"sample_weight must hold non-negative integers (a weight w means w copies of the "
+            f"sample in the Beta/Dirichlet leaf likelihood); got {w[i]!r} at index {i}"
+        )
+    if w.sum() <= 0:
+        raise ValueError("sample_weight is zero for every sample")
+    if w.sum() > MAX_TOTAL_WEIGHT:
+        raise ValueError(f"the weights sum to {w.sum():.0f}; at most {MAX_TOTAL_WEIGHT} is supported")
+    return w.astype(np.int64)
