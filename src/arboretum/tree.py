@@ -26,7 +26,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from scipy import sparse
@@ -544,6 +544,7 @@ class Tree:
         feature_names: Sequence[str] | None = None,
         decimals: int = 3,
         show_counts: bool = True,
+        condition: Callable[[int], tuple[str, str]] | None = None,
     ) -> str:
         """Return a readable, indented text rendering of the tree.
 
@@ -555,6 +556,10 @@ class Tree:
             Decimal places of thresholds, counts and probabilities.
         show_counts : bool, default=True
             Show the training counts and the predicted probability at leaves.
+        condition : callable, optional
+            ``condition(node) -> (left text, right text)`` replaces the default
+            wording of a split (used, e.g., to print category labels instead
+            of their integer codes).
 
         Returns
         -------
@@ -581,7 +586,10 @@ class Tree:
             if self.split_kind[i] == LEAF:
                 lines.append(indent + self._leaf_text(i, decimals, show_counts))
                 continue
-            left_text, right_text = self._conditions(i, names, decimals)
+            if condition is None:
+                left_text, right_text = self._conditions(i, names, decimals)
+            else:
+                left_text, right_text = condition(i)
             stack.append((int(self.children_right[i]), d + 1))
             stack.append(indent + right_text)
             stack.append((int(self.children_left[i]), d + 1))

@@ -389,30 +389,20 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
             return self.tree_.export_text(
                 feature_names=feature_names, decimals=decimals, show_counts=show_counts
             )
-        if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or decimals < 0:
-            raise ValueError(f"decimals must be an integer >= 0; got {decimals!r}")
         if feature_names is None and self.tree_.feature_names is not None:
             feature_names = self.tree_.feature_names
         t = self.tree_
-        lines: list[str] = []
-        stack: list = [(0, 0)]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, str):
-                lines.append(item)
-                continue
-            i, d = item
-            indent = "|   " * d + "|--- "
-            if t.split_kind[i] == LEAF:
-                lines.append(indent + t._leaf_text(i, decimals, show_counts))
-                continue
-            left, right = self.binarizer_.condition_text(
+
+        def condition(i: int) -> tuple[str, str]:
+            return self.binarizer_.condition_text(
                 int(t.feature[i]), int(t.split_kind[i]), float(t.threshold[i]),
                 t.categories.get(i, ()), feature_names,
             )
-            stack += [(int(t.children_right[i]), d + 1), indent + right,
-                      (int(t.children_left[i]), d + 1), indent + left]
-        return "\n".join(lines) + "\n"
+
+        return t.export_text(
+            feature_names=feature_names, decimals=decimals, show_counts=show_counts,
+            condition=condition,
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
