@@ -52,21 +52,13 @@ def cart_scores(X, y, alpha, beta, rho) -> dict[int, float]:
     from sklearn.tree import DecisionTreeClassifier
 
     from arboretum.bayes import log_posterior
-    from arboretum.tree import BINARY, TreeBuilder
+    from arboretum.maptree.incumbents import sklearn_tree
 
     out = {}
     for depth in range(2, 7):
-        t = DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y).tree_
-        b = TreeBuilder(X.shape[1])
-        stack = [(0, b.add_node(np.zeros(2), np.full(2, 0.5), 0), 0)]
-        while stack:
-            node, me, d = stack.pop()
-            if t.children_left[node] >= 0:
-                left = b.add_node(np.zeros(2), np.full(2, 0.5), d + 1)
-                right = b.add_node(np.zeros(2), np.full(2, 0.5), d + 1)
-                b.set_split(me, BINARY, int(t.feature[node]), 0.5, left, right)
-                stack += [(t.children_left[node], left, d + 1), (t.children_right[node], right, d + 1)]
-        out[depth] = float(log_posterior(b.build(), X, y, alpha=alpha, beta=beta, rho=rho))
+        est = DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y)
+        tree = sklearn_tree(est, X.shape[1])
+        out[depth] = float(log_posterior(tree, X, y, alpha=alpha, beta=beta, rho=rho))
     return out
 
 

@@ -410,25 +410,14 @@ def test_initial_trees_do_not_change_the_optimum():
 def test_cart_seeding_beats_every_cart_depth_under_the_posterior():
     from sklearn.tree import DecisionTreeClassifier
 
-    from arboretum.tree import BINARY, TreeBuilder
+    from arboretum.maptree.incumbents import sklearn_tree
 
     X, y = load_dataset("tic-tac-toe", return_X_y=True)
     clf = _fit(X, y, max_expansions=200)
     assert not clf.optimal_
     for depth in range(2, 7):
         est = DecisionTreeClassifier(max_depth=depth, random_state=0).fit(X, y)
-        t = est.tree_
-        b = TreeBuilder(X.shape[1])
-        ids = [b.add_node(np.zeros(2), np.full(2, 0.5), 0)]
-        stack = [(0, 0, 0)]
-        while stack:
-            node, me, depth_ = stack.pop()
-            if t.children_left[node] >= 0:
-                left = b.add_node(np.zeros(2), np.full(2, 0.5), depth_ + 1)
-                right = b.add_node(np.zeros(2), np.full(2, 0.5), depth_ + 1)
-                b.set_split(me, BINARY, int(t.feature[node]), 0.5, left, right)
-                stack += [(t.children_left[node], left, depth_ + 1), (t.children_right[node], right, depth_ + 1)]
-        cart_lp = log_posterior(b.build(), X, y)
+        cart_lp = log_posterior(sklearn_tree(est, X.shape[1]), X, y)
         assert clf.log_posterior_ >= cart_lp - 1e-9, depth
     # Without seeding, 200 expansions are far worse than CART depth 4 (the reference's weakness).
     plain = _fit(X, y, max_expansions=200, initial_trees=None)

@@ -14,26 +14,14 @@ from typing import Callable
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
-from ..tree import BINARY, Tree
+from ..tree import BINARY, Tree, TreeBuilder
 
-__all__ = ["cart_candidates", "tree_splits"]
+__all__ = ["cart_candidates", "sklearn_tree", "tree_splits"]
 
 SplitFn = Callable[[tuple], int]
 
 #: Depths of the CART candidates (None: grown until pure).
 CART_DEPTHS = (2, 3, 4, 5, 6, None)
-
-
-def _sklearn_splits(estimator: DecisionTreeClassifier) -> SplitFn:
-    t = estimator.tree_
-
-    def splits(path: tuple) -> int:
-        node = 0
-        for _, side in path:  # binary features: x <= 0.5 goes left (x = 0)
-            node = t.children_right[node] if side else t.children_left[node]
-        return int(t.feature[node]) if t.children_left[node] >= 0 else -1
-
-    return splits
 
 
 def cart_candidates(X: np.ndarray, y: np.ndarray) -> list[SplitFn]:
@@ -42,7 +30,7 @@ def cart_candidates(X: np.ndarray, y: np.ndarray) -> list[SplitFn]:
     for depth in CART_DEPTHS:
         for criterion in ("gini", "entropy"):
             est = DecisionTreeClassifier(max_depth=depth, criterion=criterion, random_state=0)
-            out.append(_sklearn_splits(est.fit(X, y)))
+            out.append(tree_splits(sklearn_tree(est.fit(X, y), X.shape[1]), X.shape[1]))
     return out
 
 
@@ -65,3 +53,27 @@ def tree_splits(tree: Tree, n_features: int) -> SplitFn:
         return int(tree.feature[node]) if tree.children_left[node] >= 0 else -1
 
     return splits
+
+
+def sklearn_tree(estimator: DecisionTreeClassifier, n_features: int) -> Tree:
+    """A fitted scikit-learn tree on binary features as a :class:`~arboretum.tree.Tree`.
+
+    Every split becomes a BINARY split (scikit-learn sends ``x <= t`` left,
+    which for 0/1 features with ``0 <= t < 1`` is ``x == 0``).  Counts and
+    values are left empty: the tree is meant for scoring, e.g. with
+    :func:`arboretum.bayes.log_posterior`.
+    """
+    t = estimator.tree_
+    b = TreeBuilder(n_features)
+    stack = [(0, b.add_node(np.zeros(2), np.full(2, 0.5), 0), 0)]
+    while stack:
+        node, me, depth = stack.pop()
+        if t.children_left[node] < 0:
+            continue
+        if not 0.0 <= t.threshold[node] < 1.0:
+            raise ValueError(f"node {node} has threshold {t.threshold[node]}: not a binary-feature split")
+        left = b.add_node(np.zeros(2), np.full(2, 0.5), depth + 1)
+        right = b.add_node(np.zeros(2), np.full(2, 0.5), depth + 1)
+        b.set_split(me, BINARY, int(t.feature[node]), 0.5, left, right)
+        stack += [(t.children_left[node], left, depth + 1), (t.children_right[node], right, depth + 1)]
+    return b.build()
