@@ -39,9 +39,13 @@ def _frame(n: int = 40, seed: int = 0):
 
 
 def _between_consecutive(values: np.ndarray, t: float) -> bool:
-    """t separates two consecutive distinct values: lo < t < hi with no value in between."""
+    """t separates two consecutive distinct values: lo <= t < hi with no value in between.
+
+    (t == lo only when lo and hi are adjacent doubles, with no number strictly between.)"""
     v = np.unique(values)
-    lo, hi = v[v < t], v[v > t]
+    lo, hi = v[v <= t], v[v > t]
+    if lo.size and t == lo.max():
+        assert np.nextafter(lo.max(), np.inf) == hi.min(), "t may equal lo only for adjacent doubles"
     return lo.size > 0 and hi.size > 0 and not np.any((v > lo.max()) & (v < hi.min()))
 
 

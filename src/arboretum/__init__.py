@@ -4,15 +4,29 @@ Public API
 ----------
 MAPTreeClassifier
     The certified maximum-a-posteriori tree of the Bayesian CART posterior.
+MCMCTreeSampler, SMCTreeSampler
+    Samplers of the same posterior (Chipman et al. 1998; Lakshminarayanan, Roy & Teh 2013).
+Binarizer
+    Numbers and categories to readable binary questions ("age <= 42.5").
 Tree
     The flat-array tree every model returns (printing, JSON, DOT, prediction).
 load_dataset, list_datasets
     Bundled benchmark datasets.
 """
 
+from .data import Binarizer
 from .datasets import list_datasets, load_dataset
 from .maptree import MAPTreeClassifier
+from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
 
-__all__ = ["MAPTreeClassifier", "Tree", "load_dataset", "list_datasets"]
+__all__ = [
+    "MAPTreeClassifier",
+    "MCMCTreeSampler",
+    "SMCTreeSampler",
+    "Binarizer",
+    "Tree",
+    "load_dataset",
+    "list_datasets",
+]
 __version__ = "0.1.0"

@@ -145,8 +145,7 @@ def check_binary_features(
         value = X[row, column].item()
         raise ValueError(
             f"{_who(estimator_name)} requires binary (0/1) features; column {column} of {name} has value "
-            f"{value!r} (row {row}). Binarise the features first, e.g. with arboretum.data.Binarizer "
-            f"(MAPTreeClassifier does it itself unless binarize=False)."
+            f"{value!r} (row {row}). Binarise the features first, e.g. with arboretum.data.Binarizer."
         )
     return np.ascontiguousarray(X, dtype=np.uint8)
 
