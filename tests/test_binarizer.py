@@ -289,12 +289,12 @@ def _raw_data(draw):
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     X = rng.normal(size=(n, d)).round(draw(st.integers(0, 3)))
     y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
-    y[:2] = [0, 1]
     cats = draw(st.booleans())
     if cats:
         colour = rng.choice(["a", "b", "c"], n).astype(object)
         y = np.where(colour == "a", 1 - y, y)
         X = np.column_stack([X.astype(object), colour])
+    y[:2] = [0, 1]  # both classes present (after the flip, which could undo it)
     X_new = rng.normal(size=(15, d)) * 2
     if cats:
         X_new = np.column_stack([X_new.astype(object), rng.choice(np.unique(colour), 15)])

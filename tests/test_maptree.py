@@ -478,3 +478,17 @@ def test_estimator_sample_weight():
                        (np.zeros(len(y)), "zero"), (np.ones(3), "shape")]:
         with pytest.raises(ValueError, match=match):
             MAPTreeClassifier().fit(X, y, sample_weight=bad)
+
+
+def test_infinite_upper_bound_is_never_certified():
+    """Regression: with UB = +inf (paper semantics, or alpha = 1 and beta = 0) a stopped search
+    must not report a certificate (inf - LB <= tol * inf is true in floating point)."""
+    X, y = FIXTURES["B"]()
+    s = AndOrSearch(X, y, 2, ub_semantics="inf")
+    r = s.run(max_expansions=1)
+    assert not r.optimal and r.upper_bound == np.inf and r.stop_reason == "max_expansions"
+    s = AndOrSearch(X, y, 2, alpha=1.0, beta=0.0)
+    r = s.run(max_expansions=32)
+    assert not r.optimal and r.upper_bound == np.inf
+    clf = _fit(X, y, alpha=1.0, beta=0.0, max_expansions=32, initial_trees=None)
+    assert not clf.optimal_ and clf.log_posterior_ == -np.inf

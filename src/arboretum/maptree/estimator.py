@@ -71,7 +71,8 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         instead of growing past it.
     initial_trees : "cart", None or list of Tree, default="cart"
         Candidate trees put into the search graph before the best-first search
-        starts (:mod:`arboretum.maptree.incumbents`): the answer is then never
+        starts (:mod:`arboretum.maptree.incumbents`), once a first 32
+        expansions have not certified the answer: the answer is then never
         worse than the best pruning of any of them, which matters when a limit
         stops the search early.  "cart" uses CART trees (Gini and entropy,
         depths 2 to 6 and unlimited); a list gives your own trees with binary
@@ -204,7 +205,7 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(
                     f"initial_trees must be 'cart', None or a list of Tree; got {self.initial_trees!r}"
                 )
-            return cart_candidates(X, y)
+            return []  # built only if a short probe does not certify (see fit)
         return [tree_splits(t, X.shape[1]) for t in self.initial_trees]
 
     def _validate_X(self, X, reset: bool) -> np.ndarray:
@@ -303,18 +304,28 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
                     f"memory={s.nbytes / 2**20:.0f} MiB",
                     file=sys.stderr,
                 )
-        t_seed = time.perf_counter()
-        for splits in self._candidates(X, y_enc):
+        t_start = time.perf_counter()
+        memory_limit = None if self.memory_limit is None else int(self.memory_limit * 2**20)
+        # Easy problems are certified within a few expansions: only pay for the
+        # candidate trees (a dozen CART fits) when a short probe did not finish.
+        user_trees = self._candidates(X, y_enc)  # validates initial_trees; [] for "cart" / None
+        for splits in user_trees:
             search.seed(splits, max_expansions=self.max_expansions)
-        time_limit = self.time_limit
-        if time_limit is not None:
-            time_limit = max(0.0, time_limit - (time.perf_counter() - t_seed))
-        result = search.run(
-            max_expansions=self.max_expansions,
-            time_limit=time_limit,
-            memory_limit=None if self.memory_limit is None else int(self.memory_limit * 2**20),
-            callback=callback,
-        )
+        probe = PROBE_EXPANSIONS if self.max_expansions is None else min(PROBE_EXPANSIONS, self.max_expansions)
+        result = search.run(max_expansions=probe, time_limit=self.time_limit, memory_limit=memory_limit)
+        if not result.optimal and result.stop_reason == "max_expansions":
+            if isinstance(self.initial_trees, str):
+                for splits in cart_candidates(X, y_enc):
+                    search.seed(splits, max_expansions=self.max_expansions)
+            time_limit = self.time_limit
+            if time_limit is not None:
+                time_limit = max(0.0, time_limit - (time.perf_counter() - t_start))
+            result = search.run(
+                max_expansions=self.max_expansions,
+                time_limit=time_limit,
+                memory_limit=memory_limit,
+                callback=callback,
+            )
         self.search_tree_ = search.solution(classes=self.classes_, feature_names=search_names)
         self.tree_ = self.search_tree_ if binarizer is None else self._raw_tree(self.search_tree_, names)
         self.log_posterior_ = float(
@@ -330,7 +341,7 @@ class MAPTreeClassifier(ClassifierMixin, BaseEstimator):
         self.n_expansions_ = result.n_expansions
         self.n_or_nodes_ = result.n_or_nodes
         self.n_and_nodes_ = result.n_and_nodes
-        self.search_time_ = time.perf_counter() - t_seed
+        self.search_time_ = time.perf_counter() - t_start
         self.peak_memory_ = result.peak_bytes
         self.rho_ = rho
         if self.verbose:
@@ -429,6 +440,9 @@ def _is_binary(X_raw, X: np.ndarray) -> bool:
         return all(_is_number(v) and not _is_missing(v) and v in (0, 1) for v in X.flat)
     return False
 
+
+#: Expansions tried before the initial trees are added (see ``initial_trees``).
+PROBE_EXPANSIONS = 32
 
 #: Largest total weight: the search tabulates log-gamma values up to it.
 MAX_TOTAL_WEIGHT = 10**8

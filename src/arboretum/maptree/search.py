@@ -323,7 +323,7 @@ class AndOrSearch:
                 last_cb = time.perf_counter()
         elapsed = time.perf_counter() - t0
         ub, lb = self.upper_bound, self.lower_bound
-        optimal = bool(lb >= ub or (ub - lb) <= 1e-9 * max(1.0, abs(ub)))
+        optimal = bool(lb >= ub or (math.isfinite(ub) and ub - lb <= 1e-9 * max(1.0, abs(ub))))
         if optimal:
             reason = "optimal"
         return SearchResult(
