@@ -485,7 +485,7 @@ def test_infinite_upper_bound_is_never_certified():
     must not report a certificate (inf - LB <= tol * inf is true in floating point)."""
     X, y = FIXTURES["B"]()
     s = AndOrSearch(X, y, 2, ub_semantics="inf")
-    r = s.run(max_expansions=1)
+    r = s.run(max_expansions=0)  # the root is unexpanded: no partial solution yet
     assert not r.optimal and r.upper_bound == np.inf and r.stop_reason == "max_expansions"
     s = AndOrSearch(X, y, 2, alpha=1.0, beta=0.0)
     r = s.run(max_expansions=32)
