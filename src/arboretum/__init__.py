@@ -4,6 +4,8 @@ Public API
 ----------
 MAPTreeClassifier
     The certified maximum-a-posteriori tree of the Bayesian CART posterior.
+PCFGTreeClassifier
+    BCART-PCFG: the exact posterior over trees (exact sampling, MAP tree, exact model averaging).
 MCMCTreeSampler, SMCTreeSampler
     Samplers of the same posterior (Chipman et al. 1998; Lakshminarayanan, Roy & Teh 2013).
 Binarizer
@@ -17,11 +19,13 @@ load_dataset, list_datasets
 from .data import Binarizer
 from .datasets import list_datasets, load_dataset
 from .maptree import MAPTreeClassifier
+from .pcfg import PCFGTreeClassifier
 from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
 
 __all__ = [
     "MAPTreeClassifier",
+    "PCFGTreeClassifier",
     "MCMCTreeSampler",
     "SMCTreeSampler",
     "Binarizer",
