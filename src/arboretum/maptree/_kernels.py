@@ -40,7 +40,6 @@ STATUS_INTERNAL_ERROR = -1  # an invariant of the search was violated
 # Indices into the ``counters`` array.
 C_N_OR, C_N_AND, C_N_EXP, C_HT_USED, C_STAMP = 0, 1, 2, 3, 4
 
-_U1 = np.uint64(1)
 _SALT1 = np.uint64(0x9E3779B97F4A7C15)
 _SALT2 = np.uint64(0xD6E8FEB86659FD93)
 _DEPTH_SALT = np.uint64(0xA0761D6478BD642F)

@@ -198,6 +198,26 @@ class AndOrSearch:
         """Bytes the arrays would hold after the next doubling."""
         return 2 * self.nbytes
 
+    def _graph(self) -> tuple:
+        """The search graph's arrays, in the order the kernels take them."""
+        return (
+            self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
+            self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
+            self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
+            self.and_feature, self.and_parent, self.and_child0, self.and_child1,
+            self.edge_next, self.ht_val, self.or_h1, self.or_h2, self.buf_a, self.buf_b,
+        )
+
+    def _try_grow(self, memory_limit: int | None) -> bool:
+        """Grow the arrays unless that would pass ``memory_limit`` (bytes) or memory runs out."""
+        if memory_limit is not None and self._grown_nbytes() > memory_limit:
+            return False
+        try:
+            self._grow()
+        except MemoryError:  # the machine (or the int32 node ids) ran out first
+            return False
+        return True
+
     def _grow(self) -> None:
         """Double the capacities that are short of room for one more expansion."""
         F = self.n_features
@@ -246,12 +266,7 @@ class AndOrSearch:
             status = K.run_search(
                 self.M1, self.Y, self.row_group, self.group_masks, self.root_words, self.G, self.Gsum, self.lconst,
                 self.log_ps, self.log_pstop, self.log_int,
-                self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
-                self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
-                self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
-                self.and_feature, self.and_parent, self.and_child0, self.and_child1,
-                self.edge_next, self.ht_val, self.or_h1, self.or_h2, self.buf_a, self.buf_b,
-                self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
+                *self._graph(), self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
                 max_iter - done, self.tie_rule, self.ub_inf,
             )
             done += int(self.counters[K.C_N_EXP]) - before
@@ -305,12 +320,7 @@ class AndOrSearch:
             status = self.step(n)
             dt = time.perf_counter() - t1
             if status == K.STATUS_GROW:
-                if memory_limit is not None and self._grown_nbytes() > memory_limit:
-                    reason = "memory_limit"
-                    break
-                try:
-                    self._grow()
-                except MemoryError:  # the machine (or the int32 node ids) ran out first
+                if not self._try_grow(memory_limit):
                     reason = "memory_limit"
                     break
                 continue
@@ -379,20 +389,12 @@ class AndOrSearch:
             if f < 0:
                 continue
             if not self.or_expanded[o]:
-                if not self._has_room():
-                    try:
-                        self._grow()
-                    except MemoryError:
-                        break
+                if not self._has_room() and not self._try_grow(None):
+                    break
                 K.expand_node(
                     o, words, self.M1, self.Y, self.row_group, self.group_masks, self.G,
                     self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.log_int,
-                    self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
-                    self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
-                    self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
-                    self.and_feature, self.and_parent, self.and_child0, self.and_child1,
-                    self.edge_next, self.ht_val, self.or_h1, self.or_h2, self.buf_a, self.buf_b,
-                    self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
+                    *self._graph(), self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
                 )
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
             s0, c = int(self.or_and_start[o]), int(self.or_and_count[o])
