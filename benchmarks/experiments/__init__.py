@@ -1,0 +1,1 @@
+"""The MAPTree paper's experiments, one module each (see :mod:`benchmarks.engine`)."""
