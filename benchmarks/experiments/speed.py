@@ -166,13 +166,14 @@ def summarize(rows: pd.DataFrame, out_dir: Path, stem: str, meta: dict) -> None:
         "", f"Figures: `{stem}_fig4.png`, `{stem}_fig7.png`; points with bootstrap CIs: `{stem}_curves.csv`.",
         "Samplers: mean over seeds of the best log posterior of each run. "
         "`paper grid` = the samplers' best mean within the paper's settings (<= 1000 particles / iterations); "
-        "`extended` = our larger settings. `dominated` = share of sampler points (paper grid) for which "
-        "MAPTree has a point at most as slow with at least as high a log posterior.",
+        "`extended` = our larger settings. Last column: the sampler setting with the best mean log posterior "
+        "within the paper's grid, its mean time, and the time MAPTree needs to reach a tree at least as "
+        "probable (MAPTree's times are those of separate runs with growing expansion limits).",
     ])
     lines += ["| dataset | MAPTree best | reached at (s) | certified at (s) | SMC paper grid | SMC extended | "
-              "MCMC paper grid | MCMC extended | MAPTree >= samplers | dominated |",
+              "MCMC paper grid | MCMC extended | MAPTree >= samplers | samplers' best (paper grid): their time / MAPTree's |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    wins = certified = 0
+    wins = certified = fast = 0
     for d in datasets:
         t = table[table["dataset"] == d]
         mt = t[t["method"] == "maptree"]
@@ -191,8 +192,11 @@ def summarize(rows: pd.DataFrame, out_dir: Path, stem: str, meta: dict) -> None:
 
         samplers = t[(t["method"] != "maptree")]
         paper_pts = samplers[samplers["setting"].astype(int).isin(PAPER_SAMPLER_GRID)]
-        dominated = sum(bool(((mt["time"] <= p.time) & (mt["log_posterior"] >= p.log_posterior - 1e-9)).any())
-                        for p in paper_pts.itertuples())
+        target = paper_pts.loc[paper_pts["log_posterior"].idxmax()]
+        reach = mt.loc[mt["log_posterior"] >= target["log_posterior"] - 1e-9, "time"]
+        t_match = float(reach.min()) if len(reach) else float("inf")
+        faster = t_match <= target["time"]
+        fast += bool(faster)
         top_sampler = np.nanmax([grid_best("smc", False), grid_best("mcmc", False)])
         win = best["log_posterior"] >= top_sampler - 1e-9
         wins += bool(win)
@@ -200,8 +204,9 @@ def summarize(rows: pd.DataFrame, out_dir: Path, stem: str, meta: dict) -> None:
             f"| {d} | {best['log_posterior']:.2f} | {best['time']:.2f} | {cert_time} | "
             f"{grid_best('smc', True):.2f} | {grid_best('smc', False):.2f} | {grid_best('mcmc', True):.2f} | "
             f"{grid_best('mcmc', False):.2f} | {'yes' if win else 'no'} | "
-            f"{dominated}/{len(paper_pts)} |")
-    lines += ["", f"MAPTree's best tree is at least as probable as every sampler's best mean on {wins} of "
-              f"{len(datasets)} datasets, and certified optimal on {certified} of {len(datasets)} "
-              f"(paper: better on 12 of 16, optimal on 5 of 16)."]
+            f"{target['method'].upper()} {target['setting']}: {target['time']:.3f} s / {t_match:.3f} s |")
+    lines += ["", f"MAPTree's best tree is at least as probable as every sampler's best mean (extended grids "
+              f"included) on {wins} of {len(datasets)} datasets; it reaches the samplers' best paper-grid tree "
+              f"no later than they do on {fast} of {len(datasets)}; it is certified optimal on {certified} of "
+              f"{len(datasets)} (paper: better on 12 of 16, optimal on 5 of 16)."]
     (out_dir / f"{stem}.md").write_text("\n".join(lines) + "\n")
