@@ -1,8 +1,11 @@
 """scikit-learn's estimator checks.
 
-With ``binarize="auto"`` (the default) MAPTreeClassifier binarises the
-continuous X that most of scikit-learn's checks generate, so every check must
-pass; so must every check of the Binarizer itself.  The only check that does
+With ``binarize="auto"`` (the default) MAPTreeClassifier and MAPTreeRegressor
+binarise the continuous X that most of scikit-learn's checks generate, so every
+check must pass; so must every check of the Binarizer itself.  The regressor
+runs with an expansion budget rather than a time limit: its searches on those
+data do not certify, and a budget keeps repeated fits identical (several checks
+compare two fits) and fast.  The only check that does
 not run is ``check_array_api_input``, which scikit-learn skips unless
 ``SCIPY_ARRAY_API`` is set.
 """
@@ -14,7 +17,7 @@ import warnings
 import pytest
 from sklearn.utils.estimator_checks import check_estimator
 
-from arboretum import MAPTreeClassifier
+from arboretum import MAPTreeClassifier, MAPTreeRegressor
 from arboretum.data import Binarizer
 
 # Checks scikit-learn itself may skip in this environment, with the reason it gives.
@@ -22,7 +25,9 @@ ALLOWED_SKIPS = {"check_array_api_input": "SCIPY_ARRAY_API is not set"}
 
 
 @pytest.mark.parametrize(
-    "estimator", [MAPTreeClassifier(time_limit=5), Binarizer()], ids=["MAPTreeClassifier", "Binarizer"]
+    "estimator",
+    [MAPTreeClassifier(time_limit=5), MAPTreeRegressor(max_expansions=300), Binarizer()],
+    ids=["MAPTreeClassifier", "MAPTreeRegressor", "Binarizer"],
 )
 def test_check_estimator_passes(estimator):
     with warnings.catch_warnings():

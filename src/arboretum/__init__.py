@@ -4,6 +4,8 @@ Public API
 ----------
 MAPTreeClassifier
     The certified maximum-a-posteriori tree of the Bayesian CART posterior.
+MAPTreeRegressor
+    The same for regression (normal-inverse-gamma leaves).
 PCFGTreeClassifier
     BCART-PCFG: the exact posterior over trees (exact sampling, MAP tree, exact model averaging).
 MCMCTreeSampler, SMCTreeSampler
@@ -18,13 +20,14 @@ load_dataset, list_datasets
 
 from .data import Binarizer
 from .datasets import list_datasets, load_dataset
-from .maptree import MAPTreeClassifier
+from .maptree import MAPTreeClassifier, MAPTreeRegressor
 from .pcfg import PCFGTreeClassifier
 from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
 
 __all__ = [
     "MAPTreeClassifier",
+    "MAPTreeRegressor",
     "PCFGTreeClassifier",
     "MCMCTreeSampler",
     "SMCTreeSampler",

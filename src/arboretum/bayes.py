@@ -11,7 +11,13 @@ This module implements the probability model behind MAPTree (spec-000, §2):
 * exact oracles for small data sets (spec-000, §3.11): a dynamic programme
   for the MAP tree, the set of co-optimal trees, brute-force enumeration of
   all trees, the log evidence ``log P(Y | X)`` and the Perfect Split
-  heuristic of MAPTree.
+  heuristic of MAPTree;
+* regression (spec-000 §2.8, left open there): the normal-inverse-gamma leaf
+  :class:`NIGPrior` with its closed-form marginal likelihood and data-derived
+  defaults, :func:`log_posterior_regression`, the exact
+  :class:`RegressionOracle` (same subset DP as :class:`BCARTOracle`) and the
+  tables of MAPTree's admissible regression bound, :func:`nig_bound_tables`
+  (whose docstring holds the proof).
 
 Conventions
 -----------
@@ -43,27 +49,34 @@ Subsets
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import gammaln
+from scipy.special import gammainccinv, gammaln
 
 __all__ = [
     "BCARTOracle",
     "ChipmanPrior",
+    "NIGPrior",
+    "RegressionOracle",
     "co_optimal_trees",
+    "co_optimal_trees_regression",
     "enumerate_trees",
     "exact_map",
+    "exact_map_regression",
+    "group_spread_terms",
     "heuristic",
     "leaf_cost",
     "log_dirichlet_multinomial",
     "log_evidence",
     "log_marginal_likelihood",
     "log_posterior",
+    "log_posterior_regression",
     "log_prior",
+    "nig_bound_tables",
 ]
 
 #: Split kind code of a binary-feature split in :mod:`arboretum.tree`
@@ -332,20 +345,34 @@ def _validate_data(
 # ---------------------------------------------------------------------------
 
 
+def _dirichlet_leaf(
+    y: NDArray[np.int64], rho: NDArray[np.float64], sample_weight: NDArray[np.float64] | None = None
+) -> Callable[[NDArray[np.intp]], float]:
+    """Leaf log marginal likelihood of the samples ``idx`` under a Dirichlet(``rho``) leaf."""
+
+    def leaf_loglik(idx: NDArray[np.intp]) -> float:
+        w = None if sample_weight is None else sample_weight[idx]
+        counts = np.bincount(y[idx], weights=w, minlength=rho.size)
+        return float(log_dirichlet_multinomial(counts, rho))
+
+    return leaf_loglik
+
+
 def _tree_log_terms(
     tree: Any,
     X: NDArray[np.uint8],
-    y: NDArray[np.int64],
     prior: ChipmanPrior,
-    rho: NDArray[np.float64],
-    sample_weight: NDArray[np.float64] | None = None,
+    leaf_loglik: Callable[[NDArray[np.intp]], float],
 ) -> tuple[float, float]:
     """Route the training samples through ``tree``; return (log prior, log likelihood).
 
     Only ``children_left``, ``children_right``, ``feature`` and (when
     present) ``split_kind`` of ``tree`` are used; node 0 is the root.  The
     log prior is ``-inf`` for a degenerate tree (an internal node whose
-    feature does not split its samples non-trivially).
+    feature does not split its samples non-trivially).  ``leaf_loglik(idx)``
+    is the log marginal likelihood of the samples ``idx`` in one leaf (the
+    Dirichlet leaf of classification or the normal-inverse-gamma leaf of
+    regression).
     """
     left = np.asarray(tree.children_left, dtype=np.int64)
     right = np.asarray(tree.children_right, dtype=np.int64)
@@ -356,7 +383,6 @@ def _tree_log_terms(
     if n_nodes < 1 or right.shape[0] != n_nodes or feature.shape[0] != n_nodes:
         raise ValueError("tree node arrays must be non-empty and of equal length")
 
-    n_classes = rho.size
     log_prior_total = 0.0
     log_lik_total = 0.0
     stack: list[tuple[int, NDArray[np.intp], int]] = [(0, np.arange(X.shape[0]), 0)]
@@ -373,9 +399,7 @@ def _tree_log_terms(
         if is_leaf:
             if n_valid > 0:
                 log_prior_total += float(prior.log_p_stop(depth))
-            w = None if sample_weight is None else sample_weight[idx]
-            counts = np.bincount(y[idx], weights=w, minlength=n_classes)
-            log_lik_total += float(log_dirichlet_multinomial(counts, rho))
+            log_lik_total += leaf_loglik(idx)
             continue
         if kinds is not None and int(kinds[node]) != _BINARY_SPLIT:
             raise ValueError(
@@ -421,7 +445,7 @@ def log_prior(tree: Any, X: ArrayLike, *, alpha: float = 0.95, beta: float = 0.5
     dummy_y = np.zeros(X_arr.shape[0] if X_arr.ndim == 2 else 0, dtype=np.int64)
     X_bin, y_int, rho_vec = _validate_data(X_arr, dummy_y, 1.0)
     prior = ChipmanPrior(alpha, beta)
-    return _tree_log_terms(tree, X_bin, y_int, prior, rho_vec)[0]
+    return _tree_log_terms(tree, X_bin, prior, _dirichlet_leaf(y_int, rho_vec))[0]
 
 
 def log_marginal_likelihood(tree: Any, X: ArrayLike, y: ArrayLike, *, rho: ArrayLike = (2.5, 2.5)) -> float:
@@ -448,7 +472,7 @@ def log_marginal_likelihood(tree: Any, X: ArrayLike, y: ArrayLike, *, rho: Array
     float
     """
     X_bin, y_int, rho_vec = _validate_data(X, y, rho)
-    return _tree_log_terms(tree, X_bin, y_int, ChipmanPrior(), rho_vec)[1]
+    return _tree_log_terms(tree, X_bin, ChipmanPrior(), _dirichlet_leaf(y_int, rho_vec))[1]
 
 
 def log_posterior(
@@ -515,7 +539,7 @@ def log_posterior(
         w = np.asarray(sample_weight, dtype=np.float64)
         if w.shape != y_int.shape or not np.all(np.isfinite(w) & (w >= 0)):
             raise ValueError("sample_weight must be a finite non-negative vector with one value per sample")
-    lp, ll = _tree_log_terms(tree, X_bin, y_int, prior, rho_vec, w)
+    lp, ll = _tree_log_terms(tree, X_bin, prior, _dirichlet_leaf(y_int, rho_vec, w))
     return lp + ll
 
 
@@ -618,7 +642,7 @@ def _logsumexp(values: Sequence[float]) -> float:
     return top + math.log(math.fsum(math.exp(v - top) for v in values))
 
 
-class BCARTOracle:
+class _SubsetOracle:
     """Exact dynamic programmes over the BCART AND/OR graph of a small data set.
 
     The subproblem ``(I, d)`` -- the samples ``I`` reaching a node at depth
@@ -628,53 +652,32 @@ class BCARTOracle:
     are **costs**, ``-log`` probabilities.  Intended for tests and small data
     (the number of reachable subproblems grows exponentially).
 
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Binary features.
-    y : array-like of shape (n_samples,)
-        Class indices ``0 .. K-1``.
-    alpha, beta : float, default=(0.95, 0.5)
-        Parameters of the :class:`ChipmanPrior`.
-    rho : float or sequence of float, default=(2.5, 2.5)
-        Dirichlet concentrations in class-index order (see
-        :func:`log_posterior`).
-
-    Attributes
-    ----------
-    n_samples, n_features, n_classes : int
-    prior : ChipmanPrior
-    rho : ndarray of shape (n_classes,)
-    root : int
-        Bit mask of all samples; the root subproblem is ``(root, 0)``.
+    This base class holds everything that depends only on the binary
+    features and the :class:`ChipmanPrior`; a subclass supplies the leaf
+    model through :meth:`log_likelihood` (:class:`BCARTOracle`: Dirichlet
+    leaves for classification; :class:`RegressionOracle`: normal-inverse-gamma
+    leaves for regression).
     """
 
-    def __init__(
-        self,
-        X: ArrayLike,
-        y: ArrayLike,
-        *,
-        alpha: float = 0.95,
-        beta: float = 0.5,
-        rho: ArrayLike = (2.5, 2.5),
-    ) -> None:
+    def _init_subsets(self, X_bin: NDArray[np.uint8], alpha: float, beta: float) -> None:
+        """Set up the subset machinery for binary features ``X_bin``."""
         self.prior = ChipmanPrior(alpha, beta)
-        X_bin, y_int, self.rho = _validate_data(X, y, rho)
         self.n_samples, self.n_features = X_bin.shape
-        self.n_classes = self.rho.size
         self.root = (1 << self.n_samples) - 1
         self._ones = [self._mask_of(X_bin[:, f] == 1) for f in range(self.n_features)]
-        self._class_masks = [self._mask_of(y_int == k) for k in range(self.n_classes)]
         max_depth = self.n_features + 1
         self._log_split = [float(self.prior.log_p_split(d)) for d in range(max_depth + 1)]
         self._log_stop = [float(self.prior.log_p_stop(d)) for d in range(max_depth + 1)]
         # Memo tables: per subset, and per (subset, depth).
-        self._counts: dict[int, tuple[int, ...]] = {}
         self._log_lik: dict[int, float] = {}
         self._valid: dict[int, tuple[int, ...]] = {}
         self._best: dict[tuple[int, int], tuple[float, int]] = {}
         self._evidence: dict[tuple[int, int], float] = {}
         self._coopt: dict[tuple[int, int, float], frozenset[str]] = {}
+
+    def log_likelihood(self, mask: int) -> float:  # pragma: no cover - abstract
+        """Leaf log marginal likelihood of the subset ``mask``."""
+        raise NotImplementedError
 
     @staticmethod
     def _mask_of(selected: NDArray[np.bool_]) -> int:
@@ -694,18 +697,6 @@ class BCARTOracle:
                 raise ValueError(f"sample index {i} out of range")
             mask |= 1 << int(i)
         return mask
-
-    def counts(self, mask: int) -> tuple[int, ...]:
-        """Class counts ``(c_0, ..., c_{K-1})`` of the subset ``mask``."""
-        if mask not in self._counts:
-            self._counts[mask] = tuple((mask & m).bit_count() for m in self._class_masks)
-        return self._counts[mask]
-
-    def log_likelihood(self, mask: int) -> float:
-        """Leaf log marginal likelihood ``log l(c(I))`` of the subset ``mask``."""
-        if mask not in self._log_lik:
-            self._log_lik[mask] = float(log_dirichlet_multinomial(self.counts(mask), self.rho))
-        return self._log_lik[mask]
 
     def valid_features(self, mask: int) -> tuple[int, ...]:
         """Features ``V(I)`` that split the subset ``mask`` non-trivially, in increasing order."""
@@ -729,10 +720,6 @@ class BCARTOracle:
     def split_penalty(self, mask: int, d: int) -> float:
         """Cost ``-log p_split(d) + log |V(I)|`` of the edge to any AND child of ``(I, d)``."""
         return -self._log_split[d] + math.log(len(self.valid_features(mask)))
-
-    def heuristic(self, mask: int, d: int) -> float:
-        """Perfect Split heuristic ``h(I, d)`` (see :func:`heuristic`)."""
-        return float(heuristic(self.counts(mask), d, self.prior.alpha, self.prior.beta, self.rho))
 
     # -- optimisation --------------------------------------------------------
 
@@ -921,6 +908,71 @@ class BCARTOracle:
                         frontier.append(key)
 
 
+class BCARTOracle(_SubsetOracle):
+    """Exact dynamic programmes over the BCART AND/OR graph of a small classification data set.
+
+    The subproblem ``(I, d)`` -- the samples ``I`` reaching a node at depth
+    ``d`` -- is solved exactly by recursion over its valid splits, with
+    memoisation on the exact key ``(mask, d)``, where ``mask`` is the bit
+    mask of ``I`` (bit ``i`` set iff sample ``i`` is in ``I``).  All values
+    are **costs**, ``-log`` probabilities.  Intended for tests and small data
+    (the number of reachable subproblems grows exponentially).  Leaves have
+    Dirichlet(``rho``) class probabilities, integrated out.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Binary features.
+    y : array-like of shape (n_samples,)
+        Class indices ``0 .. K-1``.
+    alpha, beta : float, default=(0.95, 0.5)
+        Parameters of the :class:`ChipmanPrior`.
+    rho : float or sequence of float, default=(2.5, 2.5)
+        Dirichlet concentrations in class-index order (see
+        :func:`log_posterior`).
+
+    Attributes
+    ----------
+    n_samples, n_features, n_classes : int
+    prior : ChipmanPrior
+    rho : ndarray of shape (n_classes,)
+    root : int
+        Bit mask of all samples; the root subproblem is ``(root, 0)``.
+    """
+
+    def __init__(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        *,
+        alpha: float = 0.95,
+        beta: float = 0.5,
+        rho: ArrayLike = (2.5, 2.5),
+    ) -> None:
+        ChipmanPrior(alpha, beta)  # parameter errors before data errors
+        X_bin, y_int, self.rho = _validate_data(X, y, rho)
+        self._init_subsets(X_bin, alpha, beta)
+        self.n_classes = self.rho.size
+        self._class_masks = [self._mask_of(y_int == k) for k in range(self.n_classes)]
+        self._counts: dict[int, tuple[int, ...]] = {}
+
+    def counts(self, mask: int) -> tuple[int, ...]:
+        """Class counts ``(c_0, ..., c_{K-1})`` of the subset ``mask``."""
+        if mask not in self._counts:
+            self._counts[mask] = tuple((mask & m).bit_count() for m in self._class_masks)
+        return self._counts[mask]
+
+    def log_likelihood(self, mask: int) -> float:
+        """Leaf log marginal likelihood ``log l(c(I))`` of the subset ``mask``."""
+        if mask not in self._log_lik:
+            self._log_lik[mask] = float(log_dirichlet_multinomial(self.counts(mask), self.rho))
+        return self._log_lik[mask]
+
+    def heuristic(self, mask: int, d: int) -> float:
+        """Perfect Split heuristic ``h(I, d)`` (see :func:`heuristic`)."""
+        return float(heuristic(self.counts(mask), d, self.prior.alpha, self.prior.beta, self.rho))
+
+
 def exact_map(
     X: ArrayLike,
     y: ArrayLike,
@@ -1010,3 +1062,545 @@ def log_evidence(
     probability ``log P(T | X, Y)`` of a tree.
     """
     return BCARTOracle(X, y, alpha=alpha, beta=beta, rho=rho).log_evidence()
+
+
+# ---------------------------------------------------------------------------
+# Regression leaves: the normal-inverse-gamma marginal likelihood
+# ---------------------------------------------------------------------------
+
+#: Default ``kappa`` of :class:`NIGPrior`: the prior standard deviation of a
+#: leaf mean is ``sqrt(3)`` noise standard deviations.
+DEFAULT_PRIOR_KAPPA = 1.0 / 3.0
+#: Default ``shape`` of :class:`NIGPrior` (``nu = 3`` degrees of freedom).
+DEFAULT_PRIOR_SHAPE = 1.5
+#: Default prior probability that the leaf noise variance is below ``var(y)``.
+DEFAULT_SCALE_QUANTILE = 0.9
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _check_real(value: Any, name: str, *, positive: bool) -> float:
+    """A finite real number (``> 0`` when ``positive``), else a ValueError naming ``name``."""
+    what = "a finite number > 0" if positive else "a finite number"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    x = float(value)
+    if not math.isfinite(x) or (positive and not x > 0):
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    return x
+
+
+@dataclass(frozen=True)
+class NIGPrior:
+    """Normal-inverse-gamma prior of a regression leaf (conjugate Bayesian CART leaf).
+
+    Within a leaf the targets are ``y_i | mu, s2 ~ N(mu, s2)`` independently,
+    with ``mu | s2 ~ N(mean, s2 / kappa)`` and ``s2 ~ InvGamma(shape, scale)``
+    (density proportional to ``s2 ** (-shape - 1) * exp(-scale / s2)``); each
+    leaf has its own ``(mu, s2)``.  Integrating them out gives the closed form
+    of :meth:`log_marginal`.
+
+    Parameters
+    ----------
+    mean : float, default=0.0
+        Prior mean ``mu0`` of a leaf mean.
+    kappa : float, default=1/3
+        Prior precision of a leaf mean, in units of the noise: ``mu`` has prior
+        variance ``s2 / kappa``; > 0.
+    shape : float, default=1.5
+        Shape ``a0`` of the inverse-gamma prior of the noise variance; > 0.
+    scale : float, default=1.0
+        Scale ``b0`` of the inverse-gamma prior of the noise variance; > 0.
+
+    See Also
+    --------
+    NIGPrior.from_data : scale-aware defaults derived from ``y``.
+
+    Examples
+    --------
+    >>> prior = NIGPrior(mean=0.0, kappa=1.0, shape=2.0, scale=1.0)
+    >>> round(prior.log_marginal([0.5, -0.3]), 6)
+    -2.147904
+    """
+
+    mean: float = 0.0
+    kappa: float = DEFAULT_PRIOR_KAPPA
+    shape: float = DEFAULT_PRIOR_SHAPE
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", _check_real(self.mean, "mean", positive=False))
+        for name in ("kappa", "shape", "scale"):
+            object.__setattr__(self, name, _check_real(getattr(self, name), name, positive=True))
+
+    @classmethod
+    def from_data(
+        cls,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+        *,
+        mean: float | None = None,
+        kappa: float = DEFAULT_PRIOR_KAPPA,
+        shape: float = DEFAULT_PRIOR_SHAPE,
+        scale: float | None = None,
+        quantile: float = DEFAULT_SCALE_QUANTILE,
+    ) -> "NIGPrior":
+        """A prior whose location and scale follow the data (``None`` means "from ``y``").
+
+        ``mean=None`` is the (weighted) mean of ``y``.  ``scale=None`` is
+        ``v * Q^{-1}(shape, quantile)``, where ``v`` is the (weighted,
+        population) variance of ``y`` and ``Q^{-1}`` the inverse of the
+        regularised upper incomplete gamma function, so that the prior puts
+        probability ``quantile`` on a leaf noise variance below ``v``
+        (BART's calibration, Chipman, George & McCulloch 2010, with
+        ``nu = 2 * shape = 3`` and ``q = 0.9`` by default).  A constant ``y``
+        (up to rounding) uses ``v = 1``.  With both defaults, replacing ``y`` by ``c * y + s``
+        (``c != 0``) adds the same constant ``-n log|c|`` to the log marginal
+        likelihood of every tree, so the posterior over trees is unchanged.
+
+        Parameters
+        ----------
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights (a weight ``w`` counts the sample ``w`` times).
+        mean, kappa, shape, scale : float or None
+            As in :class:`NIGPrior`; ``mean`` and ``scale`` may be None.
+        quantile : float, default=0.9
+            In (0, 1); see above.
+
+        Returns
+        -------
+        NIGPrior
+        """
+        y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
+        w = np.ones_like(y_arr) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if not 0.0 < float(quantile) < 1.0:
+            raise ValueError(f"quantile must be a number in (0, 1); got {quantile!r}")
+        shape = _check_real(shape, "shape", positive=True)
+        total = float(w.sum())
+        if y_arr.size == 0 or not total > 0:
+            raise ValueError("NIGPrior.from_data needs at least one sample of positive weight")
+        m = float(np.dot(w, y_arr) / total)
+        v = float(np.dot(w, (y_arr - m) ** 2) / total)
+        # Deviations below the rounding error of the mean count as zero: a constant y.
+        rounding = 4.0 * y_arr.size * np.finfo(np.float64).eps * float(np.abs(y_arr).max())
+        if not v > rounding * rounding or not math.isfinite(v):
+            v = 1.0
+        if mean is None:
+            mean = m
+        if scale is None:
+            scale = v * float(gammainccinv(shape, float(quantile)))
+        return cls(mean=mean, kappa=kappa, shape=shape, scale=scale)
+
+    def log_marginal(self, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
+        """Log marginal likelihood ``log p(y_L)`` of the targets of one leaf.
+
+        With weighted count ``n``, mean ``ybar`` and sum of squares
+        ``SS = sum w (y - ybar)**2``, and ``kappa_n = kappa + n``,
+        ``a_n = shape + n / 2``,
+        ``b_n = scale + SS / 2 + kappa * n * (ybar - mean)**2 / (2 kappa_n)``::
+
+            log p(y_L) = lgamma(a_n) - lgamma(shape) + shape log(scale) - a_n log(b_n)
+                         + log(kappa / kappa_n) / 2 - (n / 2) log(2 pi).
+
+        An integer weight ``w`` is the same as ``w`` copies of the sample.  The
+        empty leaf has likelihood 1 (log 0).
+
+        Parameters
+        ----------
+        y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), optional
+
+        Returns
+        -------
+        float
+        """
+        y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
+        w = np.ones_like(y_arr) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        n = float(w.sum())
+        if n == 0.0:
+            return 0.0
+        ybar = float(np.dot(w, y_arr) / n)
+        ss = float(np.dot(w, (y_arr - ybar) ** 2))
+        k0, a0, b0 = self.kappa, self.shape, self.scale
+        kn, an = k0 + n, a0 + 0.5 * n
+        bn = b0 + 0.5 * ss + k0 * n * (ybar - self.mean) ** 2 / (2.0 * kn)
+        return (
+            math.lgamma(an) - math.lgamma(a0) + a0 * math.log(b0) - an * math.log(bn)
+            + 0.5 * math.log(k0 / kn) - 0.5 * n * _LOG_2PI
+        )
+
+    def perfect_cost(self, n: ArrayLike) -> np.float64 | NDArray[np.float64]:
+        """``L0(n)``: the cost ``-log p`` of a leaf of weight ``n`` whose targets all equal ``mean``.
+
+        ``L0(n) = lgamma(shape) - lgamma(shape + n/2) + (n/2) log(2 pi scale) + log((kappa + n)/kappa) / 2``,
+        the smallest cost any leaf of weight ``n`` can have (see
+        :func:`nig_bound_tables`).  Vectorised over ``n``.
+        """
+        n = np.asarray(n, dtype=np.float64)
+        a0, b0, k0 = self.shape, self.scale, self.kappa
+        return (
+            gammaln(a0) - gammaln(a0 + 0.5 * n) + 0.5 * n * math.log(2.0 * math.pi * b0)
+            + 0.5 * np.log1p(n / k0)
+        )
+
+    def posterior_mean(self, n: float, sum_y: float) -> float:
+        """Posterior mean of a leaf's ``mu``: ``(kappa * mean + sum_y) / (kappa + n)``."""
+        return (self.kappa * self.mean + sum_y) / (self.kappa + n)
+
+
+def _min_window_ss(y: NDArray[np.float64], w: NDArray[np.int64], k_max: int) -> NDArray[np.float64]:
+    """Lower bounds ``m[k] <= SSmin(k)`` for ``k = 0 .. k_max``, non-decreasing in ``k``.
+
+    ``SSmin(k)`` is the smallest sum of squares about their mean of any ``k``
+    values of the multiset holding ``y[i]`` ``w[i]`` times.  A minimising
+    subset is a run of ``k`` consecutive values in sorted order, so
+    ``SSmin(k)`` is the minimum over sliding windows of the sorted, replicated
+    values.  (If a subset skips a value ``v`` lying strictly between two of
+    its members, replace whichever extreme member lies farther from the
+    subset mean ``c`` by ``v``, which is closer to ``c``; ``sum (y - c)**2``
+    decreases and the sum of squares about the new mean is smaller still.
+    Repeating this ends in a window.)  Each window's sum of squares is lowered
+    by a worst-case rounding margin, and the running maximum keeps ``m``
+    non-decreasing (``SSmin`` is: a set's sum of squares is at least that of
+    any of its subsets, since adding ``x`` to ``A`` adds
+    ``|A| / (|A| + 1) (x - mean_A)**2 >= 0``).
+    Replication is capped: beyond ``4_000_000`` values ``m = 0``, a valid and
+    weaker bound.
+    """
+    out = np.zeros(k_max + 1, dtype=np.float64)
+    total = int(w.sum())
+    if total > 4_000_000 or k_max < 2:
+        return out
+    order = np.argsort(y, kind="stable")
+    z = np.repeat(y[order] - float(np.dot(w, y) / total), w[order])
+    p1 = np.concatenate(([0.0], np.cumsum(z)))
+    p2 = np.concatenate(([0.0], np.cumsum(z * z)))
+    # First-order worst case of the rounding of sequential prefix sums and of
+    # s2 - s1**2 / k (|s1| / k <= max|z|): subtracted from every window.
+    eps = np.finfo(np.float64).eps
+    margin = 4.0 * (z.size + 2) * eps * (p2[-1] + np.abs(z).max() * np.abs(z).sum())
+    for k in range(2, k_max + 1):
+        s1 = p1[k:] - p1[:-k]
+        s2 = p2[k:] - p2[:-k]
+        ss = s2 - s1 * s1 / k
+        out[k] = max(out[k - 1], float(ss.min()) - margin, 0.0)
+    return out
+
+
+def nig_bound_tables(
+    y: ArrayLike,
+    sample_weight: ArrayLike | None,
+    prior: NIGPrior,
+    *,
+    dp_max: int = 2048,
+    window_budget: int = 20_000_000,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Tables of the admissible split bound of MAPTree regression (normal-inverse-gamma leaves).
+
+    Returns ``(B, L0)``, arrays indexed by a total weight ``n = 0 .. sum(w)``:
+    ``L0[n]`` is :meth:`NIGPrior.perfect_cost` and ``B[n]`` a lower bound on
+    ``sum_L -log p(y_L)`` over every way of cutting ``n`` (replicated) training
+    targets into leaves.  The search's lower bound of a splittable OR node
+    ``(S, d)`` with total weight ``N`` is then
+
+        h(S, d) = min( leafcost(S, d),  -log p_split(d) + max(B[N], L0[N] + Q(S)) )
+
+    where ``Q(S) = sum over groups g of identical feature rows in S of
+    w_g * q_g`` and ``q_g = log(1 + SS_g / (2 b0)) / 2``, ``SS_g`` the
+    weighted sum of squares of the targets of group ``g``.
+
+    **Proof that h(S, d) <= val(S, d)** (the optimal cost of the subproblem).
+    ``val`` is the minimum of the exact leaf cost, which is the first term,
+    and of the costs of the trees that split at ``(S, d)``.  Take such a tree.
+    Its cost is ``-log p_split(d) + log|V(S)|`` plus, for every internal node
+    below, ``-log p_split + log|V| >= 0``, plus for every leaf ``L``,
+    ``-log p_leaf >= 0`` and ``NLL(L) = -log p(y_L)``.  Dropping the
+    non-negative prior terms, it costs at least ``-log p_split(d) + sum_L NLL(L)``
+    over its leaves, which partition the (replicated) samples of ``S``.  Write
+    ``a0, b0, kappa0`` for shape, scale and kappa; a leaf of weight ``n`` has
+    ``a_n = a0 + n/2``, ``kappa_n = kappa0 + n`` and
+    ``b_n = b0 + SS_L/2 + kappa0 n (ybar - mu0)^2 / (2 kappa_n) >= b0 + SS_L / 2``.
+    Comparing the closed form with ``L0`` gives the identity
+
+        NLL(L) = L0(n) + a_n log(b_n / b0).                                  (1)
+
+    *Step 1 (c_k decreases).*  ``L0(n) = sum_{k<n} c_k`` with
+    ``c_k = lgamma(a0 + k/2) - lgamma(a0 + (k+1)/2) + log(2 pi b0)/2 + log((kappa0+k+1)/(kappa0+k))/2``;
+    ``lgamma(x) - lgamma(x + 1/2)`` decreases in ``x`` (the digamma function
+    increases) and so does the last term, so ``c_k`` is strictly decreasing.
+    Hence ``L0`` is superadditive: ``L0(m) + L0(n) >= L0(m + n)`` because
+    ``L0(m+n) - L0(m) = sum_{k<n} c_{m+k} <= sum_{k<n} c_k``.
+
+    *Step 2 (groups).*  Samples with identical feature rows are never
+    separated by a split, so each group ``g`` of ``S`` lies in one leaf, and
+    ``SS_L >= sum_{g in L} SS_g`` (the within-group parts of the sum of
+    squares).  In (1), ``log(b_n/b0) >= 0`` and ``a_n >= n/2 = sum_g w_g / 2``,
+    and ``b_n / b0 >= 1 + SS_g / (2 b0)`` for each ``g`` in ``L``, so
+    ``NLL(L) >= L0(n_L) + sum_{g in L} w_g q_g``.  Summing over the leaves and
+    using Step 1: ``sum_L NLL(L) >= L0(N) + Q(S)``.
+
+    *Step 3 (spread).*  Let ``m(n) <= SSmin(n)`` be the non-decreasing lower
+    bound of :func:`_min_window_ss`: no ``n`` of the training targets (with
+    replication) have a sum of squares below ``SSmin(n)``, in particular no
+    leaf's.  By (1), ``NLL(L) >= phi(n_L)`` with
+    ``phi(n) = L0(n) + (a0 + n/2) log(1 + m(n) / (2 b0))``, so
+    ``sum_L NLL(L) >= Phi(N) := min over compositions N = n_1 + ... + n_r of
+    sum_j phi(n_j)``, computed exactly by dynamic programming for
+    ``N <= dp_max``.  For larger ``N`` a chain-rule relaxation is used:
+    since ``m`` is non-decreasing and ``a0 > 0``,
+    ``phi(n) >= sum_{i<n} c'_i`` with ``c'_i = c_i + log(1 + m(i)/(2 b0))/2``.
+    Sort the multiset of positions ``{i : 0 <= i < n_j, j = 1..r}`` as
+    ``u_1 <= ... <= u_N``: for every ``t`` at least ``min(N, t + 1)``
+    positions are ``<= t`` (a part of size ``> t`` has ``t + 1`` of them,
+    otherwise all of them are), so ``u_k <= k - 1`` and
+    ``c'_{u_k} >= d_{k-1} := min_{j <= k-1} c'_j``.  Hence every composition
+    costs at least ``D(N) := sum_{k<N} d_k``.
+
+    So ``sum_L NLL(L) >= max(B[N], L0(N) + Q(S))`` with ``B = Phi`` (``N <=
+    dp_max``) or ``D``, and ``h(S, d) <= val(S, d)``.  ``B`` is lowered by a
+    relative ``1e-10`` against rounding.  The bound ignores the prior terms
+    below the split, the pull of ``kappa0`` towards ``mu0`` and which cuts the
+    features can make; for a node whose targets all equal ``mu0`` it is
+    ``-log p_split(d) + L0(N)``, the cost of one leaf holding them all.  Every
+    quantity shifts by the same ``N log|c|`` when ``y``, ``mean`` and
+    ``sqrt(scale)`` are rescaled by ``c`` together, so the search makes the
+    same decisions.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Training targets.
+    sample_weight : array-like of int, shape (n_samples,), or None
+        Integer replication weights (None: all 1).
+    prior : NIGPrior
+    dp_max : int, default=2048
+        Largest total weight for which ``Phi`` is computed (``O(dp_max**2)``).
+    window_budget : int, default=20_000_000
+        Work budget of the sliding-window minimum (``m`` is computed for
+        window sizes up to ``window_budget / sum(w)`` and held constant beyond).
+
+    Returns
+    -------
+    B, L0 : ndarray of float64, shape (sum(w) + 1,)
+    """
+    y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
+    w = np.ones(y_arr.shape[0], dtype=np.int64) if sample_weight is None else np.asarray(sample_weight, dtype=np.int64)
+    total = int(w.sum())
+    n = np.arange(total + 1, dtype=np.float64)
+    L0 = np.asarray(prior.perfect_cost(n), dtype=np.float64)
+    a0, b0, k0 = prior.shape, prior.scale, prior.kappa
+    k_max = int(min(total, max(2, window_budget // max(total, 1))))
+    m_small = _min_window_ss(y_arr, w, k_max)
+    m = np.empty(total + 1, dtype=np.float64)
+    m[: k_max + 1] = m_small
+    m[k_max + 1 :] = m_small[-1]
+    spread = np.log1p(m / (2.0 * b0))
+    # Chain-rule bound D (every N).
+    k = n[:-1]
+    c = (
+        gammaln(a0 + 0.5 * k) - gammaln(a0 + 0.5 * (k + 1.0)) + 0.5 * math.log(2.0 * math.pi * b0)
+        + 0.5 * np.log1p(1.0 / (k0 + k))
+    )
+    d = np.minimum.accumulate(c + 0.5 * spread[:-1])
+    B = np.concatenate(([0.0], np.cumsum(d)))
+    # Exact minimum over compositions, Phi (N <= dp_max).
+    T = int(min(total, dp_max))
+    phi = L0[: T + 1] + (a0 + 0.5 * n[: T + 1]) * spread[: T + 1]
+    Phi = np.zeros(T + 1, dtype=np.float64)
+    for N in range(1, T + 1):
+        Phi[N] = np.min(phi[1 : N + 1] + Phi[N - 1 :: -1])
+    B[: T + 1] = np.maximum(B[: T + 1], Phi)
+    B -= 1e-10 * (1.0 + np.abs(B))
+    return B, L0
+
+
+def group_spread_terms(
+    y: ArrayLike, sample_weight: ArrayLike | None, groups: ArrayLike, prior: NIGPrior
+) -> NDArray[np.float64]:
+    """Per-sample terms ``q_g(i) = log(1 + SS_g / (2 b0)) / 2`` of the group bound (see :func:`nig_bound_tables`).
+
+    ``groups[i]`` numbers the distinct feature rows; ``SS_g`` is the weighted
+    sum of squares of the targets of group ``g`` about their mean.  The terms
+    are lowered by a relative ``1e-9`` against rounding.
+    """
+    y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
+    w = np.ones_like(y_arr) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    g = np.asarray(groups, dtype=np.int64).reshape(-1)
+    n_groups = int(g.max()) + 1 if g.size else 0
+    wsum = np.bincount(g, weights=w, minlength=n_groups)
+    mean = np.bincount(g, weights=w * y_arr, minlength=n_groups) / np.where(wsum > 0, wsum, 1.0)
+    ss = np.bincount(g, weights=w * (y_arr - mean[g]) ** 2, minlength=n_groups)
+    return 0.5 * np.log1p(ss / (2.0 * prior.scale))[g] * (1.0 - 1e-9)
+
+
+def _validate_regression_data(
+    X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None
+) -> tuple[NDArray[np.uint8], NDArray[np.float64], NDArray[np.float64] | None]:
+    """Binary features, finite real targets and optional non-negative weights."""
+    X_bin, _, _ = _validate_data(X, np.zeros(np.shape(X)[0] if np.ndim(X) == 2 else 0, dtype=np.int64), 1.0)
+    y_arr = np.asarray(y)
+    if y_arr.ndim != 1 or y_arr.shape[0] != X_bin.shape[0]:
+        raise ValueError(f"y must be 1-D with {X_bin.shape[0]} entries to match X, got shape {y_arr.shape}")
+    if y_arr.dtype.kind not in "biuf":
+        raise ValueError(f"y must contain real numbers, got dtype {y_arr.dtype}")
+    y_arr = y_arr.astype(np.float64)
+    if not np.all(np.isfinite(y_arr)):
+        raise ValueError("y must contain finite numbers (no NaN or infinity)")
+    w = None
+    if sample_weight is not None:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        if w.shape != y_arr.shape or not np.all(np.isfinite(w) & (w >= 0)):
+            raise ValueError("sample_weight must be a finite non-negative vector with one value per sample")
+    return X_bin, y_arr, w
+
+
+def _nig_leaf(
+    y: NDArray[np.float64], prior: NIGPrior, sample_weight: NDArray[np.float64] | None = None
+) -> Callable[[NDArray[np.intp]], float]:
+    def leaf_loglik(idx: NDArray[np.intp]) -> float:
+        return prior.log_marginal(y[idx], None if sample_weight is None else sample_weight[idx])
+
+    return leaf_loglik
+
+
+def log_posterior_regression(
+    tree: Any,
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    alpha: float = 0.95,
+    beta: float = 0.5,
+    prior: NIGPrior | None = None,
+    sample_weight: ArrayLike | None = None,
+) -> float:
+    """Unnormalised log posterior ``log p(T, y | X)`` of a regression tree.
+
+    The same Chipman prior over trees as :func:`log_posterior`, with
+    normal-inverse-gamma leaves (:meth:`NIGPrior.log_marginal`): internal
+    nodes contribute ``log p_split(d) - log |V(I)|``, leaves ``log p_leaf +
+    log p(y_L)``.  It is a log *density* in ``y``, so it can be positive.
+
+    Parameters
+    ----------
+    tree : Tree
+        A tree with binary-feature splits (left child iff ``x[f] == 0``).
+    X : array-like of shape (n_samples, n_features)
+        Binary training features.
+    y : array-like of shape (n_samples,)
+        Real targets.
+    alpha, beta : float, default=(0.95, 0.5)
+        Parameters of the :class:`ChipmanPrior`.
+    prior : NIGPrior, optional
+        Leaf prior; default ``NIGPrior.from_data(y, sample_weight)``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights (an integer weight ``w`` is ``w`` copies of the
+        row).  Samples of weight 0 still count for ``V(I)``: remove them
+        first if they should not.
+
+    Returns
+    -------
+    float
+        ``log p(T, y | X)``; ``-inf`` for a degenerate tree.
+    """
+    chip = ChipmanPrior(alpha, beta)
+    X_bin, y_arr, w = _validate_regression_data(X, y, sample_weight)
+    if prior is None:
+        prior = NIGPrior.from_data(y_arr, w)
+    lp, ll = _tree_log_terms(tree, X_bin, chip, _nig_leaf(y_arr, prior, w))
+    return lp + ll
+
+
+class RegressionOracle(_SubsetOracle):
+    """Exact dynamic programmes over the BCART AND/OR graph with normal-inverse-gamma leaves.
+
+    The regression sibling of :class:`BCARTOracle` (same subset DP, same
+    Chipman prior and valid-split rules); the leaf likelihood is
+    :meth:`NIGPrior.log_marginal` of the leaf's (weighted) targets.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Binary features.
+    y : array-like of shape (n_samples,)
+        Real targets.
+    alpha, beta : float, default=(0.95, 0.5)
+        Parameters of the :class:`ChipmanPrior`.
+    prior : NIGPrior, optional
+        Leaf prior; default ``NIGPrior.from_data(y, sample_weight)``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights multiplying each sample's contribution to its
+        leaf's statistics (integer ``w``: ``w`` copies of the row).
+
+    Attributes
+    ----------
+    n_samples, n_features : int
+    prior : ChipmanPrior
+    leaf_prior : NIGPrior
+    root : int
+        Bit mask of all samples.
+    """
+
+    def __init__(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        *,
+        alpha: float = 0.95,
+        beta: float = 0.5,
+        prior: NIGPrior | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> None:
+        ChipmanPrior(alpha, beta)
+        X_bin, self.y, self.sample_weight = _validate_regression_data(X, y, sample_weight)
+        self._init_subsets(X_bin, alpha, beta)
+        self.leaf_prior = NIGPrior.from_data(self.y, self.sample_weight) if prior is None else prior
+
+    def indices(self, mask: int) -> NDArray[np.intp]:
+        """Sample indices of the subset ``mask``."""
+        return np.array([i for i in range(self.n_samples) if mask >> i & 1], dtype=np.intp)
+
+    def log_likelihood(self, mask: int) -> float:
+        """Leaf log marginal likelihood ``log p(y_I)`` of the subset ``mask``."""
+        if mask not in self._log_lik:
+            idx = self.indices(mask)
+            w = None if self.sample_weight is None else self.sample_weight[idx]
+            self._log_lik[mask] = self.leaf_prior.log_marginal(self.y[idx], w)
+        return self._log_lik[mask]
+
+
+def exact_map_regression(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    alpha: float = 0.95,
+    beta: float = 0.5,
+    prior: NIGPrior | None = None,
+    sample_weight: ArrayLike | None = None,
+) -> tuple[float, str]:
+    """Exact MAP regression tree by dynamic programming (see :class:`RegressionOracle`).
+
+    Returns
+    -------
+    opt_cost : float
+        ``min_T -log p(T, y | X)`` (may be negative: a density).
+    tree : str
+        A MAP tree in parenthesis notation (ties: leaf first, then lowest feature).
+    """
+    oracle = RegressionOracle(X, y, alpha=alpha, beta=beta, prior=prior, sample_weight=sample_weight)
+    return oracle.best_tree()
+
+
+def co_optimal_trees_regression(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    alpha: float = 0.95,
+    beta: float = 0.5,
+    prior: NIGPrior | None = None,
+    sample_weight: ArrayLike | None = None,
+    tol: float = 1e-9,
+) -> tuple[float, set[str]]:
+    """All MAP regression trees: the trees whose cost is within ``tol`` of the optimum."""
+    oracle = RegressionOracle(X, y, alpha=alpha, beta=beta, prior=prior, sample_weight=sample_weight)
+    return oracle.value(oracle.root, 0), set(oracle.co_optimal(tol=tol))

@@ -5,7 +5,8 @@
                       next to CART's; ``--save`` writes the model as JSON.
                       Columns that are not 0/1 are binarised (thresholds for
                       numbers, one-hot for text), and the tree reads on the raw
-                      columns.
+                      columns.  ``--task regression`` fits a MAPTreeRegressor
+                      (real-valued target; R^2 instead of accuracy).
 ``arboretum predict`` applies a saved model to a CSV file.
 ``arboretum datasets`` lists the bundled datasets.
 """
@@ -116,19 +117,26 @@ def _load_training_data(args) -> tuple[np.ndarray, np.ndarray, list[str], str]:
     t = header.index(args.target)
     cols = [j for j in range(len(header)) if j != t]
     X = _read_features(body, cols, header, args.csv, set(args.categorical or []))
-    y = np.array([r[t].strip() for r in body])
-    try:
-        y = y.astype(np.int64)
-    except ValueError:
-        pass
+    if getattr(args, "task", "classification") == "regression":
+        y = _to_float(body, [t], header, args.csv)[:, 0]
+    else:
+        y = np.array([r[t].strip() for r in body])
+        try:
+            y = y.astype(np.int64)
+        except ValueError:
+            pass
     return X, y, [header[j] for j in cols], Path(args.csv).name
 
 
-def _cv_scores(make, X, y, folds: int, seed: int) -> np.ndarray:
-    """Test accuracy of every fold of stratified, shuffled cross-validation."""
-    from sklearn.model_selection import StratifiedKFold
+def _cv_scores(make, X, y, folds: int, seed: int, regression: bool = False) -> np.ndarray:
+    """Test score (accuracy, or R^2 for regression) of every fold of shuffled cross-validation
+    (stratified for classification)."""
+    from sklearn.model_selection import KFold, StratifiedKFold
 
-    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    if regression:
+        cv = KFold(n_splits=folds, shuffle=True, random_state=seed)
+    else:
+        cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     scores = []
     for tr, te in cv.split(X, y):
         scores.append(make().fit(X[tr], y[tr]).score(X[te], y[te]))
@@ -136,17 +144,24 @@ def _cv_scores(make, X, y, folds: int, seed: int) -> np.ndarray:
 
 
 def _cmd_fit(args) -> int:
-    from sklearn.tree import DecisionTreeClassifier
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
     from .data import Binarizer
-    from .maptree import MAPTreeClassifier
+    from .maptree import MAPTreeClassifier, MAPTreeRegressor
 
+    regression = args.task == "regression"
     X, y, names, label = _load_training_data(args)
     rho = tuple(args.rho) if len(args.rho) > 1 else args.rho[0]
     params = dict(
-        alpha=args.alpha, beta=args.beta, rho=rho, max_expansions=args.max_expansions,
+        alpha=args.alpha, beta=args.beta, max_expansions=args.max_expansions,
         time_limit=args.time_limit, memory_limit=args.memory_limit,
     )
+    if regression:
+        y = np.asarray(y, dtype=np.float64)
+        Estimator, Cart, metric = MAPTreeRegressor, DecisionTreeRegressor, "R^2"
+    else:
+        params["rho"] = rho
+        Estimator, Cart, metric = MAPTreeClassifier, DecisionTreeClassifier, "acc"
     unknown = [c for c in args.categorical or [] if c not in names]
     if unknown:
         raise SystemExit(
@@ -156,7 +171,7 @@ def _cmd_fit(args) -> int:
 
     def make_maptree():
         binarizer = Binarizer(n_thresholds=args.n_thresholds, strategy=args.threshold_strategy)
-        return MAPTreeClassifier(**params, binarizer=binarizer)
+        return Estimator(**params, binarizer=binarizer)
 
     try:
         clf = make_maptree().fit(X, y)
@@ -165,15 +180,18 @@ def _cmd_fit(args) -> int:
     clf.tree_.feature_names = list(names)
 
     n, d = X.shape
+    target = (
+        f"target mean {y.mean():.4g}, sd {y.std():.4g}" if regression else f"classes {clf.classes_.tolist()}"
+    )
     if clf.binarizer_ is None:
-        print(f"Dataset: {label} ({n} samples x {d} binary features; classes {clf.classes_.tolist()})")
+        print(f"Dataset: {label} ({n} samples x {d} binary features; {target})")
         X_cart = X
     else:
         kinds = clf.binarizer_.column_kinds_
         text = [nm for nm, k in zip(names, kinds) if k in ("categorical", "ordered")]
         print(
             f"Dataset: {label} ({n} samples x {d} features -> {len(clf.binarizer_.splits_)} binary "
-            f"features; classes {clf.classes_.tolist()})"
+            f"features; {target})"
         )
         how = (
             f"up to {args.n_thresholds} quantile thresholds"
@@ -183,7 +201,14 @@ def _cmd_fit(args) -> int:
             f"; one-hot categories for {', '.join(text)}" if text else ""
         ))
         X_cart = clf.binarizer_.encode(X)  # CART sees categories as their integer codes
-    print(f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, rho={rho}")
+    if regression:
+        p = clf.prior_
+        print(
+            f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, normal-inverse-gamma leaves "
+            f"(mean={p.mean:.4g}, kappa={p.kappa:.4g}, shape={p.shape:.4g}, scale={p.scale:.4g})"
+        )
+    else:
+        print(f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, rho={rho}")
     print()
     print(clf.export_text(feature_names=names).rstrip())
     print()
@@ -202,19 +227,24 @@ def _cmd_fit(args) -> int:
 
     models = [
         ("MAPTree", make_maptree),
-        ("CART depth 4", lambda: DecisionTreeClassifier(max_depth=4, random_state=0)),
-        ("CART unpruned", lambda: DecisionTreeClassifier(random_state=0)),
+        ("CART depth 4", lambda: Cart(max_depth=4, random_state=0)),
+        ("CART unpruned", lambda: Cart(random_state=0)),
     ]
     folds = args.cv
     if folds and folds > 1:
-        counts = np.unique(y, return_counts=True)[1]
-        if counts.min() < folds:
-            print(f"\n(cross-validation skipped: the smallest class has {counts.min()} < {folds} samples)")
-            folds = 0
+        if regression:
+            if n < folds:
+                print(f"\n(cross-validation skipped: {n} < {folds} samples)")
+                folds = 0
+        else:
+            counts = np.unique(y, return_counts=True)[1]
+            if counts.min() < folds:
+                print(f"\n(cross-validation skipped: the smallest class has {counts.min()} < {folds} samples)")
+                folds = 0
     print()
-    header = f"{'model':<14} {'leaves':>6} {'train acc':>9}"
+    header = f"{'model':<14} {'leaves':>6} {'train ' + metric:>9}"
     if folds and folds > 1:
-        header += f"  {folds}-fold test acc (mean ± sd)"
+        header += f"  {folds}-fold test {metric} (mean ± sd)"
     print(header)
     t0 = time.perf_counter()
     for name, make in models:
@@ -224,19 +254,20 @@ def _cmd_fit(args) -> int:
         row = f"{name:<14} {leaves:>6} {m.score(data, y):>9.3f}"
         if folds and folds > 1:
             try:
-                s = _cv_scores(make, data, y, folds, args.seed)
+                s = _cv_scores(make, data, y, folds, args.seed, regression)
                 row += f"  {s.mean():.3f} ± {s.std():.3f}"
             except ValueError as e:  # e.g. a category that only occurs in a test fold
                 row += f"  n/a ({e})"
         print(row, flush=True)
     if folds and folds > 1:
-        print(f"(stratified, shuffled with seed {args.seed}; {time.perf_counter() - t0:.1f} s)")
+        how = "shuffled" if regression else "stratified, shuffled"
+        print(f"({how} with seed {args.seed}; {time.perf_counter() - t0:.1f} s)")
 
     if args.save:
         model = {
             "format": MODEL_FORMAT,
             "version": 1,
-            "estimator": "MAPTreeClassifier",
+            "estimator": Estimator.__name__,
             "params": {
                 **{k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
                 "n_thresholds": args.n_thresholds,
@@ -334,22 +365,35 @@ def _cmd_predict(args) -> int:
     else:
         X = _to_float(body, cols, header, args.csv)
     pred = tree.predict(X)
-    proba = tree.predict_proba(X) if tree.task == "classification" else None
+    regression = tree.task == "regression"
+    proba = None if regression else tree.predict_proba(X)
     out = sys.stdout if args.output in (None, "-") else open(args.output, "w", newline="")
     try:
         w = csv.writer(out)
-        classes = list(tree.classes) if tree.classes is not None else list(range(proba.shape[1]))
-        w.writerow(["prediction"] + ([f"p({c})" for c in classes] if proba is not None else []))
-        for i in range(len(pred)):
-            w.writerow([pred[i]] + ([f"{p:.6g}" for p in proba[i]] if proba is not None else []))
+        if proba is None:
+            w.writerow(["prediction"])
+            for v in pred:
+                w.writerow([repr(float(v))])
+        else:
+            classes = list(tree.classes) if tree.classes is not None else list(range(proba.shape[1]))
+            w.writerow(["prediction"] + [f"p({c})" for c in classes])
+            for i in range(len(pred)):
+                w.writerow([pred[i]] + [f"{p:.6g}" for p in proba[i]])
     finally:
         if out is not sys.stdout:
             out.close()
     if args.target in header:
         t = header.index(args.target)
-        truth = np.array([r[t].strip() for r in body])
-        acc = np.mean(truth == np.asarray(pred).astype(str))
-        print(f"accuracy against column {args.target!r}: {acc:.4f}", file=sys.stderr)
+        if regression:
+            truth = _to_float(body, [t], header, args.csv)[:, 0]
+            resid = np.sum((truth - pred) ** 2)
+            total = np.sum((truth - truth.mean()) ** 2)
+            r2 = 1.0 - resid / total if total > 0 else float("nan")
+            print(f"R^2 against column {args.target!r}: {r2:.4f}", file=sys.stderr)
+        else:
+            truth = np.array([r[t].strip() for r in body])
+            acc = np.mean(truth == np.asarray(pred).astype(str))
+            print(f"accuracy against column {args.target!r}: {acc:.4f}", file=sys.stderr)
     return 0
 
 
@@ -374,7 +418,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a CSV file with a header row; 0/1, numeric and text columns (text columns are "
         "categorical; empty, '?' and 'NA' cells are missing values, which are refused)",
     )
-    f.add_argument("--target", help="label column of --csv")
+    f.add_argument("--target", help="label (or, with --task regression, target) column of --csv")
+    f.add_argument(
+        "--task", choices=["classification", "regression"], default="classification",
+        help="'classification' (default): MAPTreeClassifier; 'regression': MAPTreeRegressor on a "
+        "real-valued target (normal-inverse-gamma leaves with data-derived defaults)",
+    )
     f.add_argument("--alpha", type=float, default=0.95, help="prior split probability at the root (0, 1]")
     f.add_argument("--beta", type=float, default=0.5, help="decay of the split probability with depth, >= 0")
     f.add_argument(

@@ -17,6 +17,26 @@ search minimises.  Notation follows ``spec-000-maptree.md``:
   floating-point expression, ``pen + bound(child0) + bound(child1)``, so that
   "both children solved" implies ``LB == UB`` exactly.
 
+The leaf model is a tuple chosen by the caller, and its *type* selects the
+leaf model at compile time (``numba.extending.overload`` on
+:func:`_node_stats`, :func:`_leaf_nll` and :func:`_split_bound`), so each task
+gets its own specialisation of the search kernels and the classification
+path contains no regression code at all:
+
+* ``model = (Y, G, Gsum, lconst)`` (4 entries): Dirichlet-multinomial leaves
+  (classification).  A node's statistics are its integer class counts
+  ``or_counts[o]``, obtained by popcounts against the class/weight bit planes
+  ``Y``; ``G``, ``Gsum`` and ``lconst`` tabulate the log-gamma terms.
+* ``model = (R, rtab, rpar)`` (3 entries): normal-inverse-gamma leaves
+  (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q)`` are
+  the sums over its samples of the rows of ``R`` (weight ``w``,
+  ``w (y - mu0)``, ``w (y - mu0)**2`` and the group term ``w q``; see
+  :func:`arboretum.bayes.nig_bound_tables`), obtained by iterating the set
+  bits of the node's sample set.  ``rtab[0]`` is the split bound ``B[n]`` and
+  ``rtab[1]`` the perfect-leaf cost ``L0[n]``; ``rpar = (shape, scale, kappa)``.
+
+The statistics array of the other task has zero columns.
+
 Subproblems are identified by depth plus a 128-bit *non-linear* hash of the
 sample set (two independent 64-bit mixers summed over the non-zero words).
 The paper's linear polynomial hash collides by construction (spec §3.8); this
@@ -28,6 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from .._bitset import ctz64, popcount64
 
@@ -151,12 +172,131 @@ def heuristic_cost(counts_row, d, G, Gsum, lconst, log_ps):
     return -max(_log_lik(counts_row, G, Gsum, lconst), _split_term(counts_row, d, G, Gsum, log_ps))
 
 
+@njit(cache=True, inline="always")
+def _nig_leaf_nll(row, rtab, rpar):
+    """``-log p(y_L)`` of a normal-inverse-gamma leaf with sums ``row = (n, s1, s2, q)``.
+
+    Uses the identity ``NLL = L0(n) + a_n log(b_n / b0)`` with
+    ``a_n = a0 + n/2`` and ``b_n - b0 = (s2 - s1**2 / (kappa0 + n)) / 2``
+    (``s1``, ``s2`` centred at ``mu0``), which equals ``SS/2 + kappa0 n
+    (ybar - mu0)**2 / (2 kappa_n) >= 0``; the clamp only removes rounding.
+    """
+    n = row[0]
+    k = np.int64(n + 0.5)
+    excess = 0.5 * (row[2] - row[1] * row[1] / (rpar[2] + n))
+    if excess < 0.0:
+        excess = 0.0
+    return rtab[1, k] + (rpar[0] + 0.5 * n) * np.log1p(excess / rpar[1])
+
+
+def is_regression_model(model) -> bool:
+    """Whether a leaf-model tuple (or its numba type) is the regression one, ``(R, rtab, rpar)``."""
+    return len(model) == 3
+
+
+# The three leaf-model operations.  The Python bodies are never run: numba
+# replaces each call by the implementation its ``overload`` picks from the
+# type of ``model``.
+def _node_stats(model, words, or_counts, or_stats, node):  # pragma: no cover
+    """Write the leaf statistics of the sample set ``words`` into row ``node``."""
+    raise NotImplementedError("compiled by numba only")
+
+
+def _leaf_nll(model, or_counts, or_stats, node):  # pragma: no cover
+    """``-log`` marginal likelihood of node ``node``'s samples in one leaf."""
+    raise NotImplementedError("compiled by numba only")
+
+
+def _split_bound(model, or_counts, or_stats, node, d, log_ps):  # pragma: no cover
+    """Lower bound on the cost of every tree that splits at ``(node, d)``."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@overload(_node_stats, inline="always")
+def _node_stats_impl(model, words, or_counts, or_stats, node):
+    """Classification: weighted class counts ``sum_b popcount(I & Y[k, b]) << b``
+    (``Y[k, b]`` holds the samples of class ``k`` whose integer weight has bit
+    ``b`` set).  Regression: the sums of the rows of ``R`` over the set bits, in
+    increasing sample order."""
+    if is_regression_model(model.types):
+
+        def nig(model, words, or_counts, or_stats, node):
+            R = model[0]
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            for w in range(words.shape[0]):
+                b = words[w]
+                while b != 0:
+                    i = w * 64 + np.int64(ctz64(b))
+                    s0 += R[i, 0]
+                    s1 += R[i, 1]
+                    s2 += R[i, 2]
+                    s3 += R[i, 3]
+                    b &= b - np.uint64(1)
+            or_stats[node, 0] = s0
+            or_stats[node, 1] = s1
+            or_stats[node, 2] = s2
+            or_stats[node, 3] = s3
+
+        return nig
+
+    def dirichlet(model, words, or_counts, or_stats, node):
+        Y = model[0]
+        K, B, W = Y.shape[0], Y.shape[1], Y.shape[2]
+        for k in range(K):
+            c = 0
+            for b in range(B):
+                cb = 0
+                for w in range(W):
+                    cb += popcount64(words[w] & Y[k, b, w])
+                c += cb << b
+            or_counts[node, k] = c
+
+    return dirichlet
+
+
+@overload(_leaf_nll, inline="always")
+def _leaf_nll_impl(model, or_counts, or_stats, node):
+    if is_regression_model(model.types):
+        return lambda model, or_counts, or_stats, node: _nig_leaf_nll(or_stats[node], model[1], model[2])
+    return lambda model, or_counts, or_stats, node: -_log_lik(or_counts[node], model[1], model[2], model[3])
+
+
+@overload(_split_bound, inline="always")
+def _split_bound_impl(model, or_counts, or_stats, node, d, log_ps):
+    """Classification: the Perfect Split term ``-log p_split(d) - sum_k log
+    l(c_k e_k)`` (proof in :func:`new_or_node`).  Regression:
+    ``-log p_split(d) + max(B[n], L0[n] + q)``, proved in
+    :func:`arboretum.bayes.nig_bound_tables`."""
+    if is_regression_model(model.types):
+
+        def nig(model, or_counts, or_stats, node, d, log_ps):
+            row = or_stats[node]
+            rtab = model[1]
+            k = np.int64(row[0] + 0.5)
+            return -log_ps[d] + max(rtab[0, k], rtab[1, k] + row[3])
+
+        return nig
+    return lambda model, or_counts, or_stats, node, d, log_ps: -_split_term(
+        or_counts[node], d, model[1], model[2], log_ps
+    )
+
+
+@njit(cache=True)
+def write_node_stats(model, words, or_counts, or_stats, node):
+    """:func:`_node_stats` for callers outside the kernels (the root node)."""
+    _node_stats(model, words, or_counts, or_stats, node)
+
+
 @njit(cache=True)
 def new_or_node(
-    node, d, no_split, G, Gsum, lconst, log_ps, log_pstop, ub_inf,
-    or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge, or_stamp, or_best, or_flags,
+    node, d, no_split, model, log_ps, log_pstop, ub_inf,
+    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge,
+    or_stamp, or_best, or_flags,
 ):
-    """Initialise OR node ``node`` (its counts already written) at depth ``d``.
+    """Initialise OR node ``node`` (its statistics already written) at depth ``d``.
 
     If ``no_split`` (the node's samples all share one feature vector, so
     ``V(I)`` is empty), the node's exact value is its leaf cost with
@@ -169,7 +309,15 @@ def new_or_node(
     With these two rules the UB of every partial solution is the exact cost of
     its tree.
 
-    LB is the *splittable* Perfect Split bound
+    LB is ``h'(o) = min(exact leaf cost, split bound)`` where the split bound
+    (:func:`_split_bound`) is at most the cost of every tree that splits at
+    ``o``; so ``h'(o) <= val(o)``.  Once ``o`` is expanded the search keeps
+    ``LB = max(h'(o), min(leaf cost, min over AND children of pen + LB0 + LB1))``
+    (:func:`_propagate` only ever raises LB), which is admissible whenever
+    every child's LB is, so admissibility of ``h'`` at creation is all the
+    search needs.
+
+    Classification: the split bound is the *splittable* Perfect Split term,
 
         h'(o) = min( -log(1 - p_split(d)) - log l(c),  -log p_split(d) - sum_k log l(c_k e_k) ).
 
@@ -184,9 +332,13 @@ def new_or_node(
     likelihood ``-log l(c)`` in the first term because it does not know
     whether V(I) is empty; we know, so ``h' >= h`` with equality only when the
     split term is the smaller one.
+
+    Regression: the split bound is ``-log p_split(d) + max(B[n], L0[n] + q)``
+    from :func:`arboretum.bayes.nig_bound_tables`, whose docstring proves it.
+    Leaf likelihoods are densities there, so costs can be negative; only the
+    prior terms are known to be non-negative, and the proofs use no more.
     """
-    row = or_counts[node]
-    ll = _log_lik(row, G, Gsum, lconst)
+    nll = _leaf_nll(model, or_counts, or_stats, node)
     or_depth[node] = d
     or_and_count[node] = 0
     or_first_edge[node] = -1
@@ -194,13 +346,13 @@ def new_or_node(
     or_best[node] = -1
     or_flags[node] = 0
     if no_split:
-        or_lb[node] = -ll
-        or_ub[node] = -ll
-        or_leaf[node] = -ll
+        or_lb[node] = nll
+        or_ub[node] = nll
+        or_leaf[node] = nll
         or_expanded[node] = 1
         return
-    leaf = -log_pstop[d] - ll
-    or_lb[node] = min(leaf, -_split_term(row, d, G, Gsum, log_ps))
+    leaf = -log_pstop[d] + nll
+    or_lb[node] = min(leaf, _split_bound(model, or_counts, or_stats, node, d, log_ps))
     or_ub[node] = np.inf if ub_inf else leaf
     or_leaf[node] = or_ub[node]
     or_expanded[node] = 0
@@ -230,20 +382,19 @@ def _no_split(words, total, row_group, group_masks):
 
 @njit(cache=True)
 def _expand(
-    o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int, ub_inf,
-    or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ub_inf,
+    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
 ):
     """Expand OR node ``o`` whose sample set is ``words``: create every valid split.
 
-    ``Y[k, b]`` is the set of samples of class ``k`` whose (integer) weight has
-    bit ``b`` set, so a node's weighted class count is
-    ``sum_b popcount(I & Y[k, b]) << b``; unweighted data have one bit plane.
+    New children get their leaf statistics from :func:`_node_stats` (weighted
+    class counts, or regression sums) and their bounds from
+    :func:`new_or_node`.
     """
     F, W = M1.shape
-    K, B = Y.shape[0], Y.shape[1]
     d = or_depth[o]
     n = 0  # number of samples (not their weight): validity is about non-empty sides
     for w in range(W):
@@ -258,13 +409,13 @@ def _expand(
             valid_f[nv] = f
             n1_buf[nv] = n1
             nv += 1
-    ll = _log_lik(or_counts[o], G, Gsum, lconst)
+    nll = _leaf_nll(model, or_counts, or_stats, o)
     or_expanded[o] = 1
     if nv == 0:
-        or_leaf[o] = -ll  # no valid split: p_leaf = 1
+        or_leaf[o] = nll  # no valid split: p_leaf = 1
         or_and_count[o] = 0
         return
-    or_leaf[o] = -log_pstop[d] - ll
+    or_leaf[o] = -log_pstop[d] + nll
     or_pen[o] = -log_ps[d] + log_int[nv]
     a0 = counters[C_N_AND]
     or_and_start[o] = a0
@@ -286,17 +437,10 @@ def _expand(
             if child < 0:
                 child = counters[C_N_OR]
                 counters[C_N_OR] += 1
-                for k in range(K):
-                    c = 0
-                    for b in range(B):
-                        cb = 0
-                        for w in range(W):
-                            cb += popcount64(scratch[w] & Y[k, b, w])
-                        c += cb << b
-                    or_counts[child, k] = c
+                _node_stats(model, scratch, or_counts, or_stats, child)
                 new_or_node(
-                    child, d + 1, _no_split(scratch, total, row_group, group_masks), G, Gsum, lconst, log_ps, log_pstop, ub_inf,
-                    or_depth, or_counts, or_lb, or_ub, or_leaf, or_expanded,
+                    child, d + 1, _no_split(scratch, total, row_group, group_masks), model, log_ps, log_pstop, ub_inf,
+                    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded,
                     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
                 )
                 or_h1[child] = h1
@@ -411,8 +555,8 @@ def _propagate(
 
 @njit(cache=True)
 def expand_node(
-    o, words, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int,
-    or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+    o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
+    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_val, or_h1, or_h2, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
@@ -420,9 +564,9 @@ def expand_node(
     """One expansion of the unexpanded OR node ``o`` (sample set ``words``): create its
     splits, propagate the bounds, count it.  The caller guarantees room for the new nodes."""
     _expand(
-        o, words, scratch, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop,
+        o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop,
         log_int, ub_inf,
-        or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+        or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
         or_and_count, or_first_edge, or_stamp, or_best, or_flags,
         and_feature, and_parent, and_child0, and_child1, edge_next,
         ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
@@ -436,8 +580,8 @@ def expand_node(
 
 @njit(cache=True)
 def run_search(
-    M1, Y, row_group, group_masks, root_words, G, Gsum, lconst, log_ps, log_pstop, log_int,
-    or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+    M1, row_group, group_masks, root_words, model, log_ps, log_pstop, log_int,
+    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_val, or_h1, or_h2, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
@@ -493,8 +637,8 @@ def run_search(
             if not (gap > 0.0):
                 return STATUS_INTERNAL_ERROR
         expand_node(
-            o, words, M1, Y, row_group, group_masks, G, Gsum, lconst, log_ps, log_pstop, log_int,
-            or_depth, or_counts, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
+            o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
+            or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
             or_and_count, or_first_edge, or_stamp, or_best, or_flags,
             and_feature, and_parent, and_child0, and_child1, edge_next,
             ht_val, or_h1, or_h2, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from sklearn.tree import DecisionTreeClassifier
+from sklearn.tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..tree import BINARY, Tree, TreeBuilder
 
-__all__ = ["cart_candidates", "sklearn_tree", "tree_splits"]
+__all__ = ["cart_candidates", "cart_regression_candidates", "sklearn_tree", "tree_splits"]
 
 SplitFn = Callable[[tuple], int]
 
@@ -31,6 +31,25 @@ def cart_candidates(X: np.ndarray, y: np.ndarray) -> list[SplitFn]:
         for criterion in ("gini", "entropy"):
             est = DecisionTreeClassifier(max_depth=depth, criterion=criterion, random_state=0)
             out.append(tree_splits(sklearn_tree(est.fit(X, y), X.shape[1]), X.shape[1]))
+    return out
+
+
+def cart_regression_candidates(
+    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+) -> list[SplitFn]:
+    """CART regression trees (squared and absolute error, depths 2-6 and unlimited) on binary ``X``.
+
+    ``sample_weight`` (integer replication weights) is passed to CART, which
+    then grows the same trees as on the replicated rows.
+    """
+    out = []
+    for depth in CART_DEPTHS:
+        for criterion in ("squared_error", "absolute_error"):
+            if criterion == "absolute_error" and X.shape[0] > 5000:
+                continue  # CART's absolute error is quadratic in the number of samples
+            est = DecisionTreeRegressor(max_depth=depth, criterion=criterion, random_state=0)
+            est.fit(X, y, sample_weight=sample_weight)
+            out.append(tree_splits(sklearn_tree(est, X.shape[1]), X.shape[1]))
     return out
 
 
@@ -55,8 +74,8 @@ def tree_splits(tree: Tree, n_features: int) -> SplitFn:
     return splits
 
 
-def sklearn_tree(estimator: DecisionTreeClassifier, n_features: int) -> Tree:
-    """A fitted scikit-learn tree on binary features as a :class:`~arboretum.tree.Tree`.
+def sklearn_tree(estimator: BaseDecisionTree, n_features: int) -> Tree:
+    """A fitted scikit-learn tree (classifier or regressor) on binary features as a :class:`~arboretum.tree.Tree`.
 
     Every split becomes a BINARY split (scikit-learn sends ``x <= t`` left,
     which for 0/1 features with ``0 <= t < 1`` is ``x == 0``).  Counts and

@@ -5,6 +5,12 @@ kernel in chunks (so that the wall-clock limit, the memory limit and progress
 reports are handled here, in plain Python), grows the arrays when the kernel
 asks for room, and reads the incumbent tree off the explicit graph
 (``getSolution``, spec §3.7).
+
+:class:`AndOrSearch` has Dirichlet-multinomial leaves (classification);
+:class:`RegressionSearch` is the same search with normal-inverse-gamma leaves
+(regression).  They differ only in the leaf model handed to the kernels
+(see :mod:`arboretum.maptree._kernels`) and in what the returned tree's
+leaves hold.
 """
 
 from __future__ import annotations
@@ -18,11 +24,11 @@ import numpy as np
 from scipy.special import gammaln
 
 from .._bitset import pack_columns, pack_rows_mask
-from ..bayes import ChipmanPrior
+from ..bayes import ChipmanPrior, NIGPrior, group_spread_terms, nig_bound_tables
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
 
-__all__ = ["AndOrSearch", "SearchResult"]
+__all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -110,62 +116,73 @@ class AndOrSearch:
         tie_rule: str = "paper",
         sample_weight: np.ndarray | None = None,
     ) -> None:
-        X = np.asarray(X, dtype=bool)
+        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight)
         y = np.asarray(y, dtype=np.int64)
-        n, F = X.shape
-        self.n_samples, self.n_features, self.n_classes = n, F, int(n_classes)
-        self.alpha, self.beta = float(alpha), float(beta)
+        self.n_classes = int(n_classes)
         self.rho = np.asarray(rho, dtype=np.float64)
+        # Bit planes of the integer weights, per class: Y[k, b] = {i : y_i = k, bit b of w_i}.
+        n_bits = max(1, int(w.max()).bit_length())
+        onehot = y[:, None] == np.arange(self.n_classes)[None, :]
+        Y = np.stack(
+            [pack_columns(onehot & ((w >> b) & 1).astype(bool)[:, None]) for b in range(n_bits)],
+            axis=1,
+        )
+        counts = np.arange(int(w.sum()) + 1, dtype=np.float64)
+        G = gammaln(counts[None, :] + self.rho[:, None])
+        Gsum = gammaln(counts + self.rho.sum())
+        lconst = float(gammaln(self.rho).sum() - gammaln(self.rho.sum()))
+        self.Y, self.G, self.Gsum, self.lconst = Y, G, Gsum, lconst
+        self.model = (Y, G, Gsum, lconst)  # Dirichlet leaves (see _kernels)
+        self._start(n_counts=self.n_classes, n_stats=0)
+
+    def _setup(self, X, alpha, beta, ub_semantics, tie_rule, sample_weight) -> np.ndarray:
+        """Everything that does not depend on the leaf model; returns the integer weights."""
+        X = np.asarray(X, dtype=bool)
+        n, F = X.shape
+        self.n_samples, self.n_features = n, F
+        self.alpha, self.beta = float(alpha), float(beta)
         self.ub_inf = ub_semantics == "inf"
         self.tie_rule = 0 if tie_rule == "paper" else 1
-
         self.M1 = pack_columns(X)
         if sample_weight is None:
             w = np.ones(n, dtype=np.int64)
         else:
             w = np.asarray(sample_weight, dtype=np.int64)
-        # Bit planes of the integer weights, per class: Y[k, b] = {i : y_i = k, bit b of w_i}.
-        n_bits = max(1, int(w.max()).bit_length())
-        onehot = y[:, None] == np.arange(self.n_classes)[None, :]
-        self.Y = np.stack(
-            [pack_columns(onehot & ((w >> b) & 1).astype(bool)[:, None]) for b in range(n_bits)],
-            axis=1,
-        )
-        total_weight = int(w.sum())
         self.root_words = pack_rows_mask(np.ones(n, dtype=bool))
         # Duplicate feature rows: subsets inside one group of identical rows have no valid split.
         _, self.row_group, group_sizes = np.unique(
             X, axis=0, return_inverse=True, return_counts=True
         )
         self.row_group = self.row_group.astype(np.int64).ravel()
+        self._root_unsplittable = group_sizes.size == 1
         if group_sizes.size < n:
             self.group_masks = pack_columns(self.row_group[:, None] == np.arange(group_sizes.size))
         else:
             self.group_masks = np.zeros((0, self.M1.shape[1]), dtype=np.uint64)
-        counts = np.arange(total_weight + 1, dtype=np.float64)
-        self.G = gammaln(counts[None, :] + self.rho[:, None])
-        self.Gsum = gammaln(counts + self.rho.sum())
-        self.lconst = float(gammaln(self.rho).sum() - gammaln(self.rho.sum()))
         prior = ChipmanPrior(self.alpha, self.beta)
         depths = np.arange(F + 2)
         self.log_ps = np.asarray(prior.log_p_split(depths), dtype=np.float64)
         self.log_pstop = np.asarray(prior.log_p_stop(depths), dtype=np.float64)
         with np.errstate(divide="ignore"):
             self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
-
         W = self.M1.shape[1]
         self.words = np.zeros(W, dtype=np.uint64)
         self.scratch = np.zeros(W, dtype=np.uint64)
         self.valid_f = np.zeros(F, dtype=np.int32)
         self.n1_buf = np.zeros(F, dtype=np.int32)
         self.counters = np.zeros(5, dtype=np.int64)
-        self._alloc(cap_or=max(1024, 4 * F + 4), cap_and=max(1024, 2 * F + 2))
+        return w
 
+    def _start(self, n_counts: int, n_stats: int) -> None:
+        """Allocate the graph (``n_counts``/``n_stats`` columns of leaf statistics) and create the root."""
+        self._n_counts, self._n_stats = n_counts, n_stats
+        F = self.n_features
+        self._alloc(cap_or=max(1024, 4 * F + 4), cap_and=max(1024, 2 * F + 2))
         # The root: all samples at depth 0.
-        self.or_counts[0] = np.bincount(y, weights=w, minlength=self.n_classes).astype(np.int64)
+        K.write_node_stats(self.model, self.root_words, self.or_counts, self.or_stats, 0)
         K.new_or_node(
-            0, 0, group_sizes.size == 1, self.G, self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.ub_inf,
-            self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
+            0, 0, self._root_unsplittable, self.model, self.log_ps, self.log_pstop, self.ub_inf,
+            self.or_depth, self.or_counts, self.or_stats, self.or_lb, self.or_ub, self.or_leaf,
             self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
         )
         h1, h2 = (np.uint64(h) for h in K.hash_words(self.root_words))
@@ -180,7 +197,8 @@ class AndOrSearch:
     def _alloc(self, cap_or: int, cap_and: int) -> None:
         for name, dtype, _ in _OR_FIELDS:
             setattr(self, name, np.zeros(cap_or, dtype=dtype))
-        self.or_counts = np.zeros((cap_or, self.n_classes), dtype=np.int32)
+        self.or_counts = np.zeros((cap_or, self._n_counts), dtype=np.int32)
+        self.or_stats = np.zeros((cap_or, self._n_stats), dtype=np.float64)
         for name, dtype in _AND_FIELDS:
             setattr(self, name, np.zeros(cap_and, dtype=dtype))
         self.edge_next = np.zeros(2 * cap_and, dtype=np.int32)
@@ -191,7 +209,7 @@ class AndOrSearch:
     def nbytes(self) -> int:
         """Bytes held by the search graph's arrays (their capacity, not just their use)."""
         names = [f[0] for f in _OR_FIELDS] + [f[0] for f in _AND_FIELDS]
-        names += ["or_counts", "edge_next", "ht_val"]
+        names += ["or_counts", "or_stats", "edge_next", "ht_val"]
         return int(sum(getattr(self, a).nbytes for a in names))
 
     def _grown_nbytes(self) -> int:
@@ -201,7 +219,7 @@ class AndOrSearch:
     def _graph(self) -> tuple:
         """The search graph's arrays, in the order the kernels take them."""
         return (
-            self.or_depth, self.or_counts, self.or_lb, self.or_ub, self.or_leaf,
+            self.or_depth, self.or_counts, self.or_stats, self.or_lb, self.or_ub, self.or_leaf,
             self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
             self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
             self.and_feature, self.and_parent, self.and_child0, self.and_child1,
@@ -228,6 +246,7 @@ class AndOrSearch:
             for name, _, _ in _OR_FIELDS:
                 setattr(self, name, _resized(getattr(self, name), new))
             self.or_counts = _resized(self.or_counts, new)
+            self.or_stats = _resized(self.or_stats, new)
         if n_and + F > cap_and:
             new = max(2 * cap_and, n_and + F)
             if 2 * new >= 2**31:  # AND ids and parent-edge ids are int32
@@ -264,7 +283,7 @@ class AndOrSearch:
         while done < max_iter:
             before = int(self.counters[K.C_N_EXP])
             status = K.run_search(
-                self.M1, self.Y, self.row_group, self.group_masks, self.root_words, self.G, self.Gsum, self.lconst,
+                self.M1, self.row_group, self.group_masks, self.root_words, self.model,
                 self.log_ps, self.log_pstop, self.log_int,
                 *self._graph(), self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
                 max_iter - done, self.tie_rule, self.ub_inf,
@@ -357,7 +376,7 @@ class AndOrSearch:
             and 2 * (c[K.C_HT_USED] + 2 * F) <= self.ht_val.shape[0]
         )
 
-    def seed(self, splits, max_expansions: int | None = None) -> int:
+    def seed(self, splits, max_expansions: int | None = None, memory_limit: int | None = None) -> int:
         """Put a candidate tree into the search graph by expanding the OR nodes along it.
 
         Every node of the candidate and every pruning of it then has its exact
@@ -373,6 +392,8 @@ class AndOrSearch:
             :mod:`arboretum.maptree.incumbents`).
         max_expansions : int, optional
             Stop seeding after this many expansions in total.
+        memory_limit : int, optional
+            Stop seeding rather than grow the graph past this many bytes.
 
         Returns
         -------
@@ -389,11 +410,11 @@ class AndOrSearch:
             if f < 0:
                 continue
             if not self.or_expanded[o]:
-                if not self._has_room() and not self._try_grow(None):
+                if not self._has_room() and not self._try_grow(memory_limit):
                     break
                 K.expand_node(
-                    o, words, self.M1, self.Y, self.row_group, self.group_masks, self.G,
-                    self.Gsum, self.lconst, self.log_ps, self.log_pstop, self.log_int,
+                    o, words, self.M1, self.row_group, self.group_masks, self.model,
+                    self.log_ps, self.log_pstop, self.log_int,
                     *self._graph(), self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
                 )
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
@@ -418,6 +439,17 @@ class AndOrSearch:
         j = int(np.argmin(ubs))  # first minimum = lowest feature (AND nodes are in feature order)
         return s + j, float(ubs[j])
 
+    def _builder(self, classes, feature_names) -> TreeBuilder:
+        """An empty tree of this search's task."""
+        return TreeBuilder(self.n_features, classes=classes, feature_names=feature_names)
+
+    def _node_data(self, o: int, value_fn: Callable | None) -> tuple[np.ndarray, np.ndarray]:
+        """``(counts, value)`` of OR node ``o`` for the returned tree."""
+        c = self.or_counts[o].astype(np.float64)
+        if value_fn is None:
+            return c, (c + self.rho) / (c.sum() + self.rho.sum())
+        return c, value_fn(c)
+
     def solution(
         self, classes=None, feature_names=None, value_fn: Callable | None = None
     ) -> Tree:
@@ -425,21 +457,17 @@ class AndOrSearch:
 
         A leaf wins ties against splits.  Unexpanded nodes are leaves.  Leaves
         carry the training class counts and ``value_fn(counts)`` (default: the
-        posterior mean ``(c + rho) / (n + sum(rho))``).
+        posterior mean ``(c + rho) / (n + sum(rho))``); for
+        :class:`RegressionSearch` the weighted number of samples and the
+        posterior mean of the leaf mean.
         """
-        if value_fn is None:
-            rho = self.rho
-
-            def value_fn(c):
-                return (c + rho) / (c.sum() + rho.sum())
-
-        b = TreeBuilder(self.n_features, classes=classes, feature_names=feature_names)
+        b = self._builder(classes, feature_names)
         stack = [(0, 0, -1, False)]  # (or node, depth, parent tree node, is_right)
         pending: dict[int, list] = {}
         while stack:
             o, depth, parent, is_right = stack.pop()
-            c = self.or_counts[o].astype(np.float64)
-            node = b.add_node(c, value_fn(c), depth)
+            counts, value = self._node_data(o, value_fn)
+            node = b.add_node(counts, value, depth)
             if parent >= 0:
                 pending[parent][1 if is_right else 0] = node
                 left, right, feature = pending[parent]
@@ -481,3 +509,68 @@ def _resized(a: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros((n,) + a.shape[1:], dtype=a.dtype)
     out[: a.shape[0]] = a
     return out
+
+
+class RegressionSearch(AndOrSearch):
+    """Best-first AND/OR search for the MAP regression tree (normal-inverse-gamma leaves).
+
+    The same search, graph, limits and bookkeeping as :class:`AndOrSearch`;
+    a node's leaf statistics are the weighted sums ``(n, sum w (y - mu0),
+    sum w (y - mu0)**2, sum w q)`` over its samples (``or_stats``), its leaf
+    cost is ``-log p_leaf - log p(y_L)`` with the closed-form marginal of
+    :meth:`arboretum.bayes.NIGPrior.log_marginal`, and its lower bound at
+    creation is ``min(leaf cost, -log p_split(d) + max(B[n], L0[n] + q))`` with
+    the tables and the proof of :func:`arboretum.bayes.nig_bound_tables`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Binary (0/1) features.
+    y : ndarray of shape (n_samples,)
+        Real targets.
+    alpha, beta : float
+        Chipman prior: ``p_split(d) = alpha * (1 + d) ** -beta``.
+    prior : NIGPrior, optional
+        Leaf prior; default ``NIGPrior.from_data(y, sample_weight)``.
+    ub_semantics, tie_rule :
+        As in :class:`AndOrSearch`.
+    sample_weight : ndarray of non-negative int, optional
+        Integer replication weights; zero-weight samples must be removed by
+        the caller.
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        alpha: float = 0.95,
+        beta: float = 0.5,
+        prior: NIGPrior | None = None,
+        *,
+        ub_semantics: str = "leaf",
+        tie_rule: str = "paper",
+        sample_weight: np.ndarray | None = None,
+    ) -> None:
+        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        self.y = y
+        self.prior = NIGPrior.from_data(y, w) if prior is None else prior
+        yc = y - self.prior.mean
+        q = group_spread_terms(y, w, self.row_group, self.prior)
+        wf = w.astype(np.float64)
+        self.R = np.ascontiguousarray(np.column_stack([wf, wf * yc, wf * yc * yc, wf * q]))
+        B, L0 = nig_bound_tables(y, w, self.prior)
+        self.rtab = np.ascontiguousarray(np.stack([B, L0]))
+        rpar = np.array([self.prior.shape, self.prior.scale, self.prior.kappa], dtype=np.float64)
+        self.model = (self.R, self.rtab, rpar)  # normal-inverse-gamma leaves (see _kernels)
+        self._start(n_counts=0, n_stats=4)
+
+    def _builder(self, classes, feature_names) -> TreeBuilder:
+        return TreeBuilder(self.n_features, task="regression", feature_names=feature_names)
+
+    def _node_data(self, o: int, value_fn: Callable | None) -> tuple[np.ndarray, np.ndarray]:
+        n, s1 = float(self.or_stats[o, 0]), float(self.or_stats[o, 1])
+        if value_fn is not None:
+            return np.array([n]), np.atleast_1d(value_fn(self.or_stats[o].copy()))
+        # Posterior mean of mu: (kappa mu0 + sum w y) / (kappa + n) = mu0 + sum w (y - mu0) / (kappa + n).
+        return np.array([n]), np.array([self.prior.mean + s1 / (self.prior.kappa + n)])
