@@ -257,6 +257,16 @@ def test_memory_limit_respected():
     assert clf.log_posterior_ == pytest.approx(log_posterior(clf.tree_, X, y))
 
 
+@pytest.mark.parametrize("limit", [16, 40, 100])
+def test_memory_limit_is_used_nearly_in_full(limit):
+    # Growth slows down near the limit instead of stopping when a doubling would pass it.
+    X, y = load_dataset("tic-tac-toe", return_X_y=True)
+    clf = _fit(X, y, memory_limit=limit)
+    assert clf.stop_reason_ == "memory_limit"
+    assert 0.9 * limit * 2**20 <= clf.peak_memory_ <= limit * 2**20
+    assert clf.log_posterior_ == pytest.approx(log_posterior(clf.tree_, X, y))
+
+
 def test_deterministic():
     X, y = load_dataset("hepatitis", return_X_y=True)
     a = _fit(X, y, max_expansions=2000)

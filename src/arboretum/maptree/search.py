@@ -212,9 +212,33 @@ class AndOrSearch:
         names += ["or_counts", "or_stats", "edge_next", "ht_val"]
         return int(sum(getattr(self, a).nbytes for a in names))
 
-    def _grown_nbytes(self) -> int:
-        """Bytes the arrays would hold after the next doubling."""
-        return 2 * self.nbytes
+    def _growth_plan(self, factor: float) -> tuple[int, int, int]:
+        """New (OR, AND, hash-table) capacities for one growth step by ``factor``.
+
+        Only the capacities short of room for one more expansion grow, each to
+        ``factor`` times its size (at least to that room); the hash table keeps
+        a power-of-two size with load at most 1/2.
+        """
+        F = self.n_features
+        n_or, n_and = int(self.counters[K.C_N_OR]), int(self.counters[K.C_N_AND])
+        cap_or, cap_and = self.or_lb.shape[0], self.and_feature.shape[0]
+        if n_or + 2 * F > cap_or:
+            cap_or = max(int(factor * cap_or), n_or + 2 * F)
+        if n_and + F > cap_and:
+            cap_and = max(int(factor * cap_and), n_and + F)
+        used = int(self.counters[K.C_HT_USED])
+        cap_ht = self.ht_val.shape[0]
+        while 2 * (used + 2 * F) > cap_ht:
+            cap_ht *= 2
+        return cap_or, cap_and, cap_ht
+
+    def _plan_nbytes(self, plan: tuple[int, int, int]) -> int:
+        """Bytes the graph's arrays would hold with the capacities of ``plan``."""
+        cap_or, cap_and, cap_ht = plan
+        per_or = sum(np.dtype(dt).itemsize for _, dt, _ in _OR_FIELDS)
+        per_or += self.or_counts.itemsize * self.or_counts.shape[1] + self.or_stats.itemsize * self.or_stats.shape[1]
+        per_and = sum(np.dtype(dt).itemsize for _, dt in _AND_FIELDS) + 2 * self.edge_next.itemsize
+        return cap_or * per_or + cap_and * per_and + cap_ht * self.ht_val.itemsize
 
     def _graph(self) -> tuple:
         """The search graph's arrays, in the order the kernels take them."""
@@ -227,39 +251,42 @@ class AndOrSearch:
         )
 
     def _try_grow(self, memory_limit: int | None) -> bool:
-        """Grow the arrays unless that would pass ``memory_limit`` (bytes) or memory runs out."""
-        if memory_limit is not None and self._grown_nbytes() > memory_limit:
+        """Grow the arrays within ``memory_limit`` (bytes); False when even the smallest step
+        would pass it or memory runs out.
+
+        Capacities double while that fits; near the limit they grow by smaller
+        factors (1.5, 1.25, ... down to just the room for one more expansion),
+        so the search uses nearly all of ``memory_limit`` instead of stopping
+        when a doubling would pass it.
+        """
+        for factor in (2.0, 1.5, 1.25, 1.125, 1.0625, 1.0):
+            plan = self._growth_plan(factor)
+            if memory_limit is None or self._plan_nbytes(plan) <= memory_limit:
+                break
+        else:
             return False
         try:
-            self._grow()
+            self._grow(plan)
         except MemoryError:  # the machine (or the int32 node ids) ran out first
             return False
         return True
 
-    def _grow(self) -> None:
-        """Double the capacities that are short of room for one more expansion."""
-        F = self.n_features
-        n_or, n_and = int(self.counters[K.C_N_OR]), int(self.counters[K.C_N_AND])
-        cap_or, cap_and = self.or_lb.shape[0], self.and_feature.shape[0]
-        if n_or + 2 * F > cap_or:
-            new = max(2 * cap_or, n_or + 2 * F)
+    def _grow(self, plan: tuple[int, int, int] | None = None) -> None:
+        """Resize the arrays to the capacities of ``plan`` (default: a doubling step)."""
+        cap_or, cap_and, cap_ht = self._growth_plan(2.0) if plan is None else plan
+        if cap_and >= 2**30:  # AND ids and parent-edge ids are int32
+            raise MemoryError("the search graph reached 2**30 AND nodes")
+        if cap_or != self.or_lb.shape[0]:
             for name, _, _ in _OR_FIELDS:
-                setattr(self, name, _resized(getattr(self, name), new))
-            self.or_counts = _resized(self.or_counts, new)
-            self.or_stats = _resized(self.or_stats, new)
-        if n_and + F > cap_and:
-            new = max(2 * cap_and, n_and + F)
-            if 2 * new >= 2**31:  # AND ids and parent-edge ids are int32
-                raise MemoryError("the search graph reached 2**30 AND nodes")
+                setattr(self, name, _resized(getattr(self, name), cap_or))
+            self.or_counts = _resized(self.or_counts, cap_or)
+            self.or_stats = _resized(self.or_stats, cap_or)
+        if cap_and != self.and_feature.shape[0]:
             for name, _ in _AND_FIELDS:
-                setattr(self, name, _resized(getattr(self, name), new))
-            self.edge_next = _resized(self.edge_next, 2 * new)
-        used = int(self.counters[K.C_HT_USED])
-        if 2 * (used + 2 * F) > self.ht_val.shape[0]:
-            cap = self.ht_val.shape[0]
-            while 2 * (used + 2 * F) > cap:
-                cap *= 2
-            val = np.full(cap, -1, np.int32)
+                setattr(self, name, _resized(getattr(self, name), cap_and))
+            self.edge_next = _resized(self.edge_next, 2 * cap_and)
+        if cap_ht != self.ht_val.shape[0]:
+            val = np.full(cap_ht, -1, np.int32)
             K.rehash(self.ht_val, val, self.or_h1, self.or_depth)
             self.ht_val = val
         self.peak_bytes = max(self.peak_bytes, self.nbytes)
