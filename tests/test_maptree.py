@@ -173,9 +173,10 @@ def test_signal_only_in_last_rows(n):
 # ---------------------------------------------------------------------------------------------
 # Bounds and anytime behaviour
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("probe", [True, False])
 @pytest.mark.parametrize("ub_semantics", ["leaf", "inf"])
 @pytest.mark.parametrize("tie_rule", ["paper", "reference"])
-def test_invariants_after_every_expansion(ub_semantics, tie_rule):
+def test_invariants_after_every_expansion(ub_semantics, tie_rule, probe):
     """T-9 and spec §4.3 invariants after every single expansion, both UB semantics and tie rules.
 
     Also checks admissibility of the splittable Perfect Split bound h' on every created node:
@@ -185,7 +186,7 @@ def test_invariants_after_every_expansion(ub_semantics, tie_rule):
     cases += [_random_dataset(rng, duplicates=True) for _ in range(6)]
     for X, y in cases:
         opt, _ = exact_map(X, y, alpha=0.95, beta=0.5, rho=(2.5, 2.5))
-        s = AndOrSearch(X, y, 2, ub_semantics=ub_semantics, tie_rule=tie_rule)
+        s = AndOrSearch(X, y, 2, ub_semantics=ub_semantics, tie_rule=tie_rule, probe=probe)
         prev_lb, prev_ub = s.lower_bound, s.upper_bound
         for _ in range(10_000):
             s.step(1) if s.step(1) != 2 else (s._grow(), s.step(1))
@@ -209,6 +210,57 @@ def test_invariants_after_every_expansion(ub_semantics, tie_rule):
         for o, members in _node_subsets(s, X).items():
             mask = oracle.subset_mask(np.flatnonzero(members))
             assert s.or_lb[o] <= oracle.value(mask, int(s.or_depth[o])) + 1e-9
+
+
+@pytest.mark.parametrize("n_classes,weighted", [(2, False), (3, False), (2, True)])
+def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
+    """The two probe bounds of every stored unexpanded node, computed directly: the creation
+    bound <= the depth-1 probe (``_probe``) <= the depth-2 probe (``_probe2``) <= the node's exact
+    optimum (oracle); with integer weights as replicated rows in the oracle."""
+    from arboretum.maptree import _kernels as K
+
+    rng = np.random.default_rng(40 + n_classes + 7 * weighted)
+    checked = 0
+    for _ in range(12):
+        n, f = int(rng.integers(6, 15)), int(rng.integers(3, 8))
+        X = (rng.random((n, f)) < rng.uniform(0.3, 0.7)).astype(np.uint8)
+        X[rng.integers(0, n, n // 4)] = X[rng.integers(0, n, n // 4)]  # some identical rows
+        y = rng.integers(0, n_classes, n)
+        y[:n_classes] = np.arange(n_classes)
+        w = rng.integers(1, 4, n) if weighted else None
+        Xo, yo = (np.repeat(X, w, axis=0), np.repeat(y, w)) if weighted else (X, y)
+        s = AndOrSearch(X, y, n_classes, rho=[1.5] * n_classes, sample_weight=w, probe=False)
+        s.run(max_expansions=int(rng.integers(1, 6)))
+        oracle = BCARTOracle(Xo, yo, alpha=0.95, beta=0.5, rho=[1.5] * n_classes)
+        rows = np.repeat(np.arange(n), w) if weighted else np.arange(n)
+        for o, members in _node_subsets(s, X).items():
+            if s.or_expanded[o]:
+                continue
+            words = pack_rows_mask(members)
+            args = (s.or_depth, s.or_counts, s.or_stats, s.or_lb, s.ht_val, s.or_h1, s.or_h2, s.counters)
+            p1 = K._probe(o, words, s.scratch, s.M1, s.row_group, s.group_masks, s.model,
+                          s.log_ps, s.log_pstop, s.log_int, *args)
+            p2 = K._probe2(o, words, s.scratch, s.M1, s.Y, s.G, s.Gsum, s.lconst, s.log_ps, s.log_pstop,
+                           s.log_int, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2)
+            exact = oracle.value(oracle.subset_mask(np.flatnonzero(members[rows])), int(s.or_depth[o]))
+            assert s.or_lb[o] <= p1 + 1e-9
+            assert p1 <= p2 + 1e-9
+            assert p2 <= exact + 1e-9
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("name", ["hepatitis", "primary-tumor"])
+def test_probe_keeps_the_certificate_and_shrinks_the_graph(name):
+    X, y = load_dataset(name, return_X_y=True)
+    y = np.unique(y, return_inverse=True)[1]
+    plain = AndOrSearch(X, y, 2, probe=False).run()
+    probed = AndOrSearch(X, y, 2).run()
+    assert plain.optimal and probed.optimal
+    assert probed.upper_bound == pytest.approx(plain.upper_bound, abs=1e-9)
+    assert probed.n_probes > 0 and plain.n_probes == 0
+    assert probed.n_or_nodes < plain.n_or_nodes
+    assert probed.n_expansions < plain.n_expansions
 
 
 def test_anytime_never_worse_as_budget_grows():

@@ -205,9 +205,10 @@ def test_matches_oracle_on_random_small_data(seed):
         assert reg.prior_ == prior
 
 
-def test_search_invariants_and_admissibility_on_every_node():
+@pytest.mark.parametrize("probe", [True, False])
+def test_search_invariants_and_admissibility_on_every_node(probe):
     """After every expansion: spec §4.3 invariants, monotone bounds, UB = exact cost of the incumbent;
-    at the end every stored node's LB is <= the oracle's optimal value of its subproblem."""
+    at the end every stored node's LB (probed or not) is <= the oracle's optimal value of its subproblem."""
     rng = np.random.default_rng(11)
     checked = 0
     for i in range(24):
@@ -217,7 +218,7 @@ def test_search_invariants_and_admissibility_on_every_node():
         oracle = RegressionOracle(X, y, alpha=alpha, beta=beta, prior=prior)
         opt = oracle.value(oracle.root, 0)
         s = RegressionSearch(X, y, alpha, beta, prior, ub_semantics="inf" if i % 4 == 3 else "leaf",
-                             tie_rule="reference" if i % 3 == 2 else "paper")
+                             tie_rule="reference" if i % 3 == 2 else "paper", probe=probe)
         prev_lb, prev_ub = s.lower_bound, s.upper_bound
         for _ in range(20_000):
             if s.step(1) == 2:
@@ -237,7 +238,7 @@ def test_search_invariants_and_admissibility_on_every_node():
             mask = oracle.subset_mask(np.flatnonzero(members))
             assert s.or_lb[o] <= oracle.value(mask, int(s.or_depth[o])) + 1e-9
             checked += 1
-    assert checked > 200
+    assert checked > (100 if probe else 200)  # probes leave far fewer stored nodes
 
 
 def test_integer_weights_equal_replicated_rows():

@@ -58,8 +58,9 @@ STATUS_SOLVED = 1  # LB >= UB at the root: certified optimum
 STATUS_GROW = 2  # the caller must grow the node arrays before continuing
 STATUS_INTERNAL_ERROR = -1  # an invariant of the search was violated
 
-# Indices into the ``counters`` array.
-C_N_OR, C_N_AND, C_N_EXP, C_HT_USED, C_STAMP = 0, 1, 2, 3, 4
+# Indices into the ``counters`` array (``N_COUNTERS`` entries).
+C_N_OR, C_N_AND, C_N_EXP, C_HT_USED, C_STAMP, C_N_PROBE = 0, 1, 2, 3, 4, 5
+N_COUNTERS = 6
 
 _SALT1 = np.uint64(0x9E3779B97F4A7C15)
 _SALT2 = np.uint64(0xD6E8FEB86659FD93)
@@ -459,8 +460,300 @@ def _expand(
     counters[C_N_AND] = a0 + nv
 
 
+@njit(cache=True)
+def _creation_bound(model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop):
+    """The LB :func:`new_or_node` would give a new node with sample set ``words`` at depth
+    ``d``; its statistics go to the scratch row ``tmp``."""
+    _node_stats(model, words, or_counts, or_stats, tmp)
+    nll = _leaf_nll(model, or_counts, or_stats, tmp)
+    if _no_split(words, total, row_group, group_masks):
+        return nll
+    return min(-log_pstop[d] + nll, _split_bound(model, or_counts, or_stats, tmp, d, log_ps))
+
+
+@njit(cache=True)
+def _probe(
+    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
+    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+):
+    """The lower bound that expanding OR node ``o`` (sample set ``words``) would give, without
+    creating any node: ``min(leaf cost, pen + min over valid f of (b(o_f0) + b(o_f1)))``.
+
+    ``pen = -log p_split(d) + log|V(I)|`` is the exact cost of the edge to every
+    AND child, and ``b(c)`` is the LB the child has in the graph if it is
+    stored there already, else the creation bound ``h'(c)`` that
+    :func:`new_or_node` would give it.  This is exactly the LB the node would
+    get from :func:`_propagate` right after :func:`_expand`, so it is
+    admissible by the same argument (every child's bound is admissible, and
+    ``val(o) = min(leaf, min_f pen + val(o_f0) + val(o_f1))``); and it is only
+    used through ``max(LB, probe)``, so no consistency is needed.
+
+    Why: best-first search expands many nodes only to learn that their bound
+    rises and the search moves elsewhere; each such expansion stores up to
+    ``2|V(I)|`` OR and ``|V(I)|`` AND nodes that are never looked at again.  A
+    probe raises the LB at the price of the expansion's counting work and no
+    memory; the node is expanded only when the search comes back to it.
+    The statistics of a child not yet in the graph go to the scratch row
+    ``counters[C_N_OR]`` (the next free slot; the caller guarantees room).
+    """
+    F, W = M1.shape
+    d = or_depth[o]
+    tmp = counters[C_N_OR]
+    n = 0
+    for w in range(W):
+        n += popcount64(words[w])
+    best = np.inf
+    nv = 0
+    for f in range(F):
+        n1 = 0
+        for w in range(W):
+            n1 += popcount64(words[w] & M1[f, w])
+        if n1 == 0 or n1 == n:
+            continue
+        nv += 1
+        pair = 0.0
+        for side in range(2):
+            if side == 1:
+                for w in range(W):
+                    scratch[w] = words[w] & M1[f, w]
+                total = n1
+            else:
+                for w in range(W):
+                    scratch[w] = words[w] & ~M1[f, w]
+                total = n - n1
+            h1, h2 = hash_words(scratch)
+            child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
+            if child >= 0:
+                pair += or_lb[child]
+            else:
+                pair += _creation_bound(
+                    model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1, log_ps, log_pstop
+                )
+        if pair < best:
+            best = pair
+    leaf = -log_pstop[d] + _leaf_nll(model, or_counts, or_stats, o)
+    if nv == 0:
+        return leaf
+    return min(leaf, -log_ps[d] + log_int[nv] + best)
+
+
+@njit(cache=True)
+def _probe2(
+    o, words, scratch, M1, Y, G, Gsum, lconst, log_ps, log_pstop, log_int,
+    or_depth, or_lb, ht_val, or_h1, or_h2,
+):
+    """Depth-2 lookahead bound of OR node ``o`` (classification), from pair counts.
+
+    For every valid split ``f`` of ``I`` and both of its children ``I_fs``,
+    the class counts of every grandchild ``I_fs ∩ {x_g = t}`` follow from the
+    pair counts ``c_k(I ∩ {x_f = 1} ∩ {x_g = 1})`` (one popcount sweep over the
+    valid feature pairs), and so do ``V(I_fs)`` (``g`` is valid in ``I_fs``
+    iff both grandchildren are non-empty).  The bound is
+
+        probe(o) = min( leaf(o),  -log p_split(d) + log|V(I)| + min_f [ b(I_f0) + b(I_f1) ] ),
+
+        b(I_fs) = nll(I_fs)                                     if V(I_fs) is empty,
+                = min( -log(1 - p_split(d+1)) + nll(I_fs),
+                       -log p_split(d+1) + log|V(I_fs)|
+                       + min_{g in V(I_fs)} [ h(I_fsg0) + h(I_fsg1) ] )   otherwise,
+
+    raised to the child's LB in the graph when the child is stored already.
+    ``h`` is the Perfect Split heuristic of spec §2.7 (bare likelihood, no
+    ``log|V|``), admissible for every node.
+
+    Proof of admissibility: ``val(I_fs)`` is either its leaf cost, which is
+    the first term (with ``p_leaf = 1`` exactly when ``V(I_fs)`` is empty), or,
+    for some ``g`` in ``V(I_fs)``, ``-log p_split(d+1) + log|V(I_fs)| +
+    val(I_fsg0) + val(I_fsg1)``, and ``val >= h`` for every node.  So
+    ``b(I_fs) <= val(I_fs)`` and the same argument one level up gives
+    ``probe(o) <= val(o)``.  The features that are not valid in ``I`` are
+    constant on ``I`` and so on every subset of it, and ``f`` is constant on
+    ``I_fs``: only the other valid features of ``I`` can split a child.
+    """
+    F, W = M1.shape
+    K, B = Y.shape[0], Y.shape[1]
+    d = or_depth[o]
+    n = 0
+    for w in range(W):
+        n += popcount64(words[w])
+    # Valid features of I with their sample and class counts on the x_f = 1 side.
+    vf = np.empty(F, np.int64)
+    nv = 0
+    for f in range(F):
+        n1 = 0
+        for w in range(W):
+            n1 += popcount64(words[w] & M1[f, w])
+        if n1 > 0 and n1 < n:
+            vf[nv] = f
+            nv += 1
+    c = np.zeros(K, np.int64)
+    planes = np.empty((K * B, W), np.uint64)
+    for k in range(K):
+        for b in range(B):
+            for w in range(W):
+                planes[k * B + b, w] = words[w] & Y[k, b, w]
+                c[k] += popcount64(planes[k * B + b, w]) << b
+    # Pair counts: P[i, j, k] = weighted class-k count of I ∩ {x_vf[i] = 1} ∩ {x_vf[j] = 1};
+    # N[i, j] the number of samples there (the diagonal holds the single-feature counts).
+    P = np.zeros((nv, nv, K), np.int64)
+    N = np.zeros((nv, nv), np.int64)
+    a = np.empty(W, np.uint64)
+    for i in range(nv):
+        fi = vf[i]
+        if B > 1:
+            for w in range(W):
+                a[w] = words[w] & M1[fi, w]
+            for j in range(i, nv):
+                fj = vf[j]
+                m = 0
+                for w in range(W):
+                    m += popcount64(a[w] & M1[fj, w])
+                N[i, j] = m
+                N[j, i] = m
+        for k in range(K):
+            for b in range(B):
+                p = k * B + b
+                for w in range(W):
+                    a[w] = planes[p, w] & M1[fi, w]
+                for j in range(i, nv):
+                    fj = vf[j]
+                    m = 0
+                    for w in range(W):
+                        m += popcount64(a[w] & M1[fj, w])
+                    P[i, j, k] += m << b
+                    if j != i:
+                        P[j, i, k] += m << b
+        if B == 1:
+            for j in range(i, nv):
+                m = 0
+                for k in range(K):
+                    m += P[i, j, k]
+                N[i, j] = m
+                N[j, i] = m
+    # Cheap bound of every child: its leaf cost, or its split cost with a perfect split
+    # (b >= cheap), and whether the full child bound can differ from it (need[i, s]).
+    cc = np.empty(K, np.int64)
+    g1 = np.empty(K, np.int64)
+    g0 = np.empty(K, np.int64)
+    cheap = np.empty((nv, 2))
+    need = np.zeros((nv, 2), np.bool_)
+    nvcs = np.zeros((nv, 2), np.int64)
+    for i in range(nv):
+        for s in range(2):
+            ns = N[i, i] if s == 1 else n - N[i, i]
+            for k in range(K):
+                cc[k] = P[i, i, k] if s == 1 else c[k] - P[i, i, k]
+            nll = -_log_lik(cc, G, Gsum, lconst)
+            nvc = 0
+            for j in range(nv):
+                if j != i:
+                    q = N[i, j] if s == 1 else N[j, j] - N[i, j]
+                    if q > 0 and q < ns:
+                        nvc += 1
+            nvcs[i, s] = nvc
+            if nvc == 0:
+                cheap[i, s] = nll
+            else:
+                leaf = -log_pstop[d + 1] + nll
+                split = log_int[nvc] - _split_term(cc, d + 1, G, Gsum, log_ps)
+                if split < leaf:
+                    cheap[i, s] = split
+                    need[i, s] = True
+                else:
+                    cheap[i, s] = leaf
+    order = np.argsort(cheap[:, 0] + cheap[:, 1])
+    best = np.inf
+    for i in order:
+        if cheap[i, 0] + cheap[i, 1] >= best:
+            break  # branch and bound: every remaining split is at least its cheap bound
+        fi = vf[i]
+        pair = 0.0
+        for s in range(2):
+            bnd = cheap[i, s]
+            if need[i, s]:
+                ns = N[i, i] if s == 1 else n - N[i, i]
+                for k in range(K):
+                    cc[k] = P[i, i, k] if s == 1 else c[k] - P[i, i, k]
+                leaf = -log_pstop[d + 1] - _log_lik(cc, G, Gsum, lconst)
+                inner = np.inf
+                for j in range(nv):
+                    if j == i:
+                        continue
+                    q = N[i, j] if s == 1 else N[j, j] - N[i, j]
+                    if not (q > 0 and q < ns):
+                        continue
+                    for k in range(K):
+                        g1[k] = P[i, j, k] if s == 1 else P[j, j, k] - P[i, j, k]
+                        g0[k] = cc[k] - g1[k]
+                    v = heuristic_cost(g1, d + 2, G, Gsum, lconst, log_ps) + heuristic_cost(
+                        g0, d + 2, G, Gsum, lconst, log_ps
+                    )
+                    if v < inner:
+                        inner = v
+                bnd = min(leaf, -log_ps[d + 1] + log_int[nvcs[i, s]] + inner)
+            # A child already in the graph may know better.
+            for w in range(W):
+                scratch[w] = words[w] & M1[fi, w] if s == 1 else words[w] & ~M1[fi, w]
+            h1, h2 = hash_words(scratch)
+            child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
+            if child >= 0 and or_lb[child] > bnd:
+                bnd = or_lb[child]
+            pair += bnd
+            if s == 0 and pair + cheap[i, 1] >= best:
+                pair = np.inf
+                break
+        if pair < best:
+            best = pair
+    leaf = -log_pstop[d] - _log_lik(c, G, Gsum, lconst)
+    if nv == 0:
+        return leaf
+    return min(leaf, -log_ps[d] + log_int[nv] + best)
+
+
+def _lookahead(
+    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+):  # pragma: no cover
+    """The probe bound of ``o``: depth-2 (:func:`_probe2`) for classification, depth-1
+    (:func:`_probe`) for regression."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@overload(_lookahead)
+def _lookahead_impl(
+    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+):
+    if is_regression_model(model.types):
+
+        def depth1(
+            model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+            or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+        ):
+            return _probe(
+                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
+                or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+            )
+
+        return depth1
+
+    def depth2(
+        model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+        or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+    ):
+        return _probe2(
+            o, words, scratch, M1, model[0], model[1], model[2], model[3], log_ps, log_pstop, log_int,
+            or_depth, or_lb, ht_val, or_h1, or_h2,
+        )
+
+    return depth2
+
+
 _LB_DIRTY = np.uint8(1)  # the node's best-LB AND got worse: rescan its AND children
 _UB_DOWN = np.uint8(2)  # the node's UB already decreased: pass it on to its parents
+_PROBED = np.uint8(4)  # an unexpanded node whose lookahead bound (:func:`_probe`) is already in its LB
+_LB_UP = np.uint8(8)  # the node's LB already rose (a probe): pass it on without a rescan
+_PROBED2 = np.uint8(16)  # an unexpanded node whose depth-2 lookahead bound is already in its LB
 
 
 @njit(cache=True, inline="always")
@@ -484,8 +777,12 @@ def _rescan_lb(o, or_lb, or_leaf, or_pen, or_and_start, or_and_count, or_best, a
 def _propagate(
     start, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
     or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
+    lb_only,
 ):
     """Propagate bound changes from the just-expanded node ``start`` upwards (spec §3.6).
+
+    With ``lb_only``, ``start`` is instead an unexpanded node whose LB a probe
+    (:func:`_probe`) has just raised: only that rise is passed on.
 
     All parents of a node at depth ``d`` are at depth ``d - 1``, so processing
     level by level visits every changed ancestor once, after all of its
@@ -503,25 +800,28 @@ def _propagate(
     cur, nxt = buf_a, buf_b
     n_cur = 1
     cur[0] = start
-    or_flags[start] = _LB_DIRTY
-    # The expanded node's UB: the minimum over its new AND children and its exact leaf cost.
-    ubv = or_leaf[start]
-    pen = or_pen[start]
-    s = or_and_start[start]
-    for a in range(s, s + or_and_count[start]):
-        uv = pen + or_ub[and_child0[a]] + or_ub[and_child1[a]]
-        if uv < ubv:
-            ubv = uv
-    if ubv < or_ub[start]:
-        or_ub[start] = ubv
-        or_flags[start] |= _UB_DOWN
+    if lb_only:
+        or_flags[start] |= _LB_UP
+    else:
+        or_flags[start] = _LB_DIRTY
+        # The expanded node's UB: the minimum over its new AND children and its exact leaf cost.
+        ubv = or_leaf[start]
+        pen = or_pen[start]
+        s = or_and_start[start]
+        for a in range(s, s + or_and_count[start]):
+            uv = pen + or_ub[and_child0[a]] + or_ub[and_child1[a]]
+            if uv < ubv:
+                ubv = uv
+        if ubv < or_ub[start]:
+            or_ub[start] = ubv
+            or_flags[start] |= _UB_DOWN
     while n_cur > 0:
         n_nxt = 0
         for q in range(n_cur):
             o = cur[q]
             flags = or_flags[o]
-            or_flags[o] = 0
-            lb_up = False
+            or_flags[o] = flags & (_PROBED | _PROBED2)
+            lb_up = (flags & _LB_UP) != 0
             if flags & _LB_DIRTY:
                 v = _rescan_lb(o, or_lb, or_leaf, or_pen, or_and_start, or_and_count, or_best, and_child0, and_child1)
                 if v > or_lb[o]:
@@ -574,6 +874,7 @@ def expand_node(
     _propagate(
         o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
         or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
+        False,
     )
     counters[C_N_EXP] += 1
 
@@ -585,7 +886,7 @@ def run_search(
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_val, or_h1, or_h2, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
-    max_iter, tie_rule, ub_inf,
+    max_iter, tie_rule, ub_inf, probe,
 ):
     """Run up to ``max_iter`` iterations of MAPTree's best-first search.
 
@@ -593,7 +894,11 @@ def run_search(
     child with the larger UB - LB gap until an unexpanded OR node (Alg. 3),
     expand it (Alg. 1), propagate the bounds (Alg. 4, 5).  ``tie_rule`` 0 is the
     paper's gap tie rule (ties go to the ``x_f = 1`` child), 1 the reference's
-    (ties go to ``x_f = 0``).  Returns a status code (``STATUS_*``).
+    (ties go to ``x_f = 0``).  With ``probe``, a node reached for the first
+    time is probed instead (:func:`_probe`): if that raises its LB, the rise
+    is propagated and the iteration ends without an expansion; the node is
+    expanded when a later descent reaches it again.  Returns a status code
+    (``STATUS_*``).
     """
     F, W = M1.shape
     cap_or = or_lb.shape[0]
@@ -636,6 +941,28 @@ def run_search(
                 gap = g0
             if not (gap > 0.0):
                 return STATUS_INTERNAL_ERROR
+        if probe and not (or_flags[o] & _PROBED2):
+            if not (or_flags[o] & _PROBED):
+                or_flags[o] |= _PROBED
+                v = _probe(
+                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
+                    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+                )
+            else:
+                or_flags[o] |= _PROBED2
+                v = _lookahead(
+                    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+                    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+                )
+            counters[C_N_PROBE] += 1
+            if v > or_lb[o]:
+                or_lb[o] = v
+                _propagate(
+                    o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
+                    or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next,
+                    buf_a, buf_b, counters, True,
+                )
+                continue
         expand_node(
             o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
             or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,

@@ -209,6 +209,7 @@ class _MAPTreeBase(BaseEstimator):
         self.gap_ = 0.0 if self.optimal_ else max(0.0, self.log_posterior_bound_ - self.log_posterior_)
         self.stop_reason_ = result.stop_reason
         self.n_expansions_ = result.n_expansions
+        self.n_probes_ = result.n_probes
         self.n_or_nodes_ = result.n_or_nodes
         self.n_and_nodes_ = result.n_and_nodes
         self.search_time_ = time.perf_counter() - t_start
@@ -376,8 +377,9 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         ``log_posterior_bound_ - log_posterior_`` (0 when certified).
     stop_reason_ : str
         "optimal", "max_expansions", "time_limit" or "memory_limit".
-    n_expansions_, n_or_nodes_, n_and_nodes_ : int
-        Search effort and size of the explored graph.
+    n_expansions_, n_probes_, n_or_nodes_, n_and_nodes_ : int
+        Search effort (expansions, and bound probes of nodes not expanded
+        yet) and size of the explored graph.
     search_time_ : float
         Seconds spent in the search (numba compilation happens once per
         machine, on first use, and is not included).
@@ -587,7 +589,8 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         ``log_posterior_bound_ - log_posterior_`` (0 when certified).
     stop_reason_ : str
         "optimal", "max_expansions", "time_limit" or "memory_limit".
-    n_expansions_, n_or_nodes_, n_and_nodes_ : int
+    n_expansions_, n_probes_, n_or_nodes_, n_and_nodes_ : int
+        As in :class:`MAPTreeClassifier`.
     search_time_ : float
     peak_memory_ : int
     n_features_in_ : int

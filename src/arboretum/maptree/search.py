@@ -69,6 +69,7 @@ class SearchResult:
     optimal: bool
     stop_reason: str
     n_expansions: int
+    n_probes: int
     n_or_nodes: int
     n_and_nodes: int
     search_time: float
@@ -101,6 +102,11 @@ class AndOrSearch:
         that row repeated ``w`` times, since the prior depends only on which
         distinct rows a node holds).  Zero-weight samples must be removed by
         the caller.
+    probe : bool, default True
+        Probe a node the first time the search reaches it: compute the bound
+        its expansion would give without storing its children, and expand it
+        only if the search comes back (see ``_kernels._probe``).  Same
+        certificates, far smaller graphs; False gives the paper's search.
     """
 
     def __init__(
@@ -115,8 +121,9 @@ class AndOrSearch:
         ub_semantics: str = "leaf",
         tie_rule: str = "paper",
         sample_weight: np.ndarray | None = None,
+        probe: bool = True,
     ) -> None:
-        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight)
+        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe)
         y = np.asarray(y, dtype=np.int64)
         self.n_classes = int(n_classes)
         self.rho = np.asarray(rho, dtype=np.float64)
@@ -135,8 +142,9 @@ class AndOrSearch:
         self.model = (Y, G, Gsum, lconst)  # Dirichlet leaves (see _kernels)
         self._start(n_counts=self.n_classes, n_stats=0)
 
-    def _setup(self, X, alpha, beta, ub_semantics, tie_rule, sample_weight) -> np.ndarray:
+    def _setup(self, X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe) -> np.ndarray:
         """Everything that does not depend on the leaf model; returns the integer weights."""
+        self.probe = bool(probe)
         X = np.asarray(X, dtype=bool)
         n, F = X.shape
         self.n_samples, self.n_features = n, F
@@ -170,7 +178,7 @@ class AndOrSearch:
         self.scratch = np.zeros(W, dtype=np.uint64)
         self.valid_f = np.zeros(F, dtype=np.int32)
         self.n1_buf = np.zeros(F, dtype=np.int32)
-        self.counters = np.zeros(5, dtype=np.int64)
+        self.counters = np.zeros(K.N_COUNTERS, dtype=np.int64)
         return w
 
     def _start(self, n_counts: int, n_stats: int) -> None:
@@ -313,7 +321,7 @@ class AndOrSearch:
                 self.M1, self.row_group, self.group_masks, self.root_words, self.model,
                 self.log_ps, self.log_pstop, self.log_int,
                 *self._graph(), self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
-                max_iter - done, self.tie_rule, self.ub_inf,
+                max_iter - done, self.tie_rule, self.ub_inf, self.probe,
             )
             done += int(self.counters[K.C_N_EXP]) - before
             self.n_expansions_ = int(self.counters[K.C_N_EXP])
@@ -388,6 +396,7 @@ class AndOrSearch:
             optimal=optimal,
             stop_reason=reason,
             n_expansions=self.n_expansions_,
+            n_probes=int(self.counters[K.C_N_PROBE]),
             n_or_nodes=int(self.counters[K.C_N_OR]),
             n_and_nodes=int(self.counters[K.C_N_AND]),
             search_time=elapsed,
@@ -559,7 +568,7 @@ class RegressionSearch(AndOrSearch):
         Chipman prior: ``p_split(d) = alpha * (1 + d) ** -beta``.
     prior : NIGPrior, optional
         Leaf prior; default ``NIGPrior.from_data(y, sample_weight)``.
-    ub_semantics, tie_rule :
+    ub_semantics, tie_rule, probe :
         As in :class:`AndOrSearch`.
     sample_weight : ndarray of non-negative int, optional
         Integer replication weights; zero-weight samples must be removed by
@@ -577,8 +586,9 @@ class RegressionSearch(AndOrSearch):
         ub_semantics: str = "leaf",
         tie_rule: str = "paper",
         sample_weight: np.ndarray | None = None,
+        probe: bool = True,
     ) -> None:
-        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight)
+        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         self.y = y
         self.prior = NIGPrior.from_data(y, w) if prior is None else prior
