@@ -241,7 +241,7 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
             p1 = K._probe(o, words, s.scratch, s.M1, s.row_group, s.group_masks, s.model,
                           s.log_ps, s.log_pstop, s.log_int, *args)
             p2 = K._probe2(o, words, s.scratch, s.M1, s.Y, s.G, s.Gsum, s.lconst, s.log_ps, s.log_pstop,
-                           s.log_int, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2)
+                           s.log_int, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2, 10**9)
             exact = oracle.value(oracle.subset_mask(np.flatnonzero(members[rows])), int(s.or_depth[o]))
             assert s.or_lb[o] <= p1 + 1e-9
             assert p1 <= p2 + 1e-9
