@@ -466,23 +466,35 @@ def _expand(
 
 
 @njit(cache=True)
-def _creation_bound(model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop):
-    """The LB :func:`new_or_node` would give a new node with sample set ``words`` at depth
-    ``d``; its statistics go to the scratch row ``tmp``."""
+def _creation_bound(
+    model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ub_inf
+):
+    """The (LB, UB) :func:`new_or_node` would give a new node with sample set ``words`` at
+    depth ``d``; its statistics go to the scratch row ``tmp``."""
     _node_stats(model, words, or_counts, or_stats, tmp)
     nll = _leaf_nll(model, or_counts, or_stats, tmp)
     if _no_split(words, total, row_group, group_masks):
-        return nll
-    return min(-log_pstop[d] + nll, _split_bound(model, or_counts, or_stats, tmp, d, log_ps))
+        return nll, nll
+    leaf = -log_pstop[d] + nll
+    return min(leaf, _split_bound(model, or_counts, or_stats, tmp, d, log_ps)), (np.inf if ub_inf else leaf)
 
 
 @njit(cache=True)
 def _probe(
-    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
-    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ub_inf,
+    or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
 ):
     """The lower bound that expanding OR node ``o`` (sample set ``words``) would give, without
     creating any node: ``min(leaf cost, pen + min over valid f of (b(o_f0) + b(o_f1)))``.
+
+    Returns ``(lb, ub, f)``: the bound, and the best upper bound the expansion
+    would give through one split, ``pen + u(o_f0) + u(o_f1)`` with ``u`` the
+    child's UB in the graph or its creation UB (its exact leaf cost), for the
+    split ``f`` attaining it.  The caller may record that split as the node's
+    *virtual* incumbent (``or_best = -2 - f``): the tree that splits ``o`` on
+    ``f`` into two leaves (or into the children's stored incumbents) costs
+    exactly that, so UB stays the cost of a real tree without storing a node,
+    and the anytime answer improves as fast as with expansions.
 
     ``pen = -log p_split(d) + log|V(I)|`` is the exact cost of the edge to every
     AND child, and ``b(c)`` is the LB the child has in the graph if it is
@@ -508,6 +520,8 @@ def _probe(
     for w in range(W):
         n += popcount64(words[w])
     best = np.inf
+    best_ub = np.inf
+    best_f = -1
     nv = 0
     for f in range(F):
         n1 = 0
@@ -517,6 +531,7 @@ def _probe(
             continue
         nv += 1
         pair = 0.0
+        pair_ub = 0.0
         for side in range(2):
             if side == 1:
                 for w in range(W):
@@ -530,16 +545,24 @@ def _probe(
             child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child >= 0:
                 pair += or_lb[child]
+                pair_ub += or_ub[child]
             else:
-                pair += _creation_bound(
-                    model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1, log_ps, log_pstop
+                lbc, ubc = _creation_bound(
+                    model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
+                    log_ps, log_pstop, ub_inf,
                 )
+                pair += lbc
+                pair_ub += ubc
         if pair < best:
             best = pair
+        if pair_ub < best_ub:
+            best_ub = pair_ub
+            best_f = f
     leaf = -log_pstop[d] + _leaf_nll(model, or_counts, or_stats, o)
     if nv == 0:
-        return leaf
-    return min(leaf, -log_ps[d] + log_int[nv] + best)
+        return leaf, np.inf, -1
+    pen = -log_ps[d] + log_int[nv]
+    return min(leaf, pen + best), pen + best_ub, best_f
 
 
 @njit(cache=True)
@@ -754,9 +777,9 @@ def _lookahead_impl(
             or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
         ):
             return _probe(
-                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
-                or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
-            )
+                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, False,
+                or_depth, or_counts, or_stats, or_lb, or_lb, ht_val, or_h1, or_h2, counters,
+            )[0]
 
         return depth1
 
@@ -800,12 +823,13 @@ def _rescan_lb(o, or_lb, or_leaf, or_pen, or_and_start, or_and_count, or_best, a
 def _propagate(
     start, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
     or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
-    lb_only,
+    probed,
 ):
     """Propagate bound changes from the just-expanded node ``start`` upwards (spec §3.6).
 
-    With ``lb_only``, ``start`` is instead an unexpanded node whose LB a probe
-    (:func:`_probe`) has just raised: only that rise is passed on.
+    With ``probed`` (``_LB_UP`` and/or ``_UB_DOWN``), ``start`` is instead an
+    unexpanded node whose LB a probe has just raised and/or whose UB it has
+    lowered (a virtual split, :func:`_probe`): only those changes are passed on.
 
     All parents of a node at depth ``d`` are at depth ``d - 1``, so processing
     level by level visits every changed ancestor once, after all of its
@@ -823,8 +847,8 @@ def _propagate(
     cur, nxt = buf_a, buf_b
     n_cur = 1
     cur[0] = start
-    if lb_only:
-        or_flags[start] |= _LB_UP
+    if probed:
+        or_flags[start] |= probed
     else:
         or_flags[start] = _LB_DIRTY
         # The expanded node's UB: the minimum over its new AND children and its exact leaf cost.
@@ -897,7 +921,7 @@ def expand_node(
     _propagate(
         o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
         or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
-        False,
+        np.uint8(0),
     )
     counters[C_N_EXP] += 1
 
@@ -966,11 +990,13 @@ def run_search(
             if not (gap > 0.0):
                 return STATUS_INTERNAL_ERROR
         if probe > 0 and not (or_flags[o] & _PROBED2) and not (probe == 1 and (or_flags[o] & _PROBED)):
+            vub = np.inf
+            vf = -1
             if not (or_flags[o] & _PROBED):
                 or_flags[o] |= _PROBED
-                v = _probe(
-                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
-                    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
+                v, vub, vf = _probe(
+                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ub_inf,
+                    or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
                 )
             else:
                 or_flags[o] |= _PROBED2
@@ -979,13 +1005,21 @@ def run_search(
                     or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
                 )
             counters[C_N_PROBE] += 1
+            changed = np.uint8(0)
+            if vub < or_ub[o]:
+                or_ub[o] = vub
+                or_best[o] = -2 - vf  # the virtual incumbent: split on vf (see _probe)
+                changed |= _UB_DOWN
             if v > or_lb[o]:
                 or_lb[o] = v
+                changed |= _LB_UP
+            if changed:
                 _propagate(
                     o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
                     or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next,
-                    buf_a, buf_b, counters, True,
+                    buf_a, buf_b, counters, changed,
                 )
+            if (changed & _LB_UP) or or_lb[o] >= or_ub[o]:
                 continue
         expand_node(
             o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,

@@ -501,23 +501,39 @@ class AndOrSearch:
         posterior mean of the leaf mean.
         """
         b = self._builder(classes, feature_names)
-        stack = [(0, 0, -1, False)]  # (or node, depth, parent tree node, is_right)
+        # (or node or -1 for a leaf not in the graph, its samples, depth, parent tree node, is_right)
+        stack = [(0, self.root_words, 0, -1, False)]
         pending: dict[int, list] = {}
+        tmp = int(self.counters[K.C_N_OR])  # a free row for the statistics of leaves not in the graph
         while stack:
-            o, depth, parent, is_right = stack.pop()
-            counts, value = self._node_data(o, value_fn)
+            o, words, depth, parent, is_right = stack.pop()
+            if o < 0:
+                K.write_node_stats(self.model, words, self.or_counts, self.or_stats, tmp)
+            counts, value = self._node_data(tmp if o < 0 else o, value_fn)
             node = b.add_node(counts, value, depth)
             if parent >= 0:
                 pending[parent][1 if is_right else 0] = node
                 left, right, feature = pending[parent]
                 if left is not None and right is not None:
                     b.set_split(parent, BINARY, feature, 0.5, left, right)
+            if o < 0:
+                continue
             if self.or_expanded[o]:
                 a, ub_a = self._best_ub_and(o)
                 if a >= 0 and not (self.or_leaf[o] <= ub_a):
-                    pending[node] = [None, None, int(self.and_feature[a])]
-                    stack.append((int(self.and_child1[a]), depth + 1, node, True))
-                    stack.append((int(self.and_child0[a]), depth + 1, node, False))
+                    f = int(self.and_feature[a])
+                    pending[node] = [None, None, f]
+                    stack.append((int(self.and_child1[a]), words & self.M1[f], depth + 1, node, True))
+                    stack.append((int(self.and_child0[a]), words & ~self.M1[f], depth + 1, node, False))
+            elif self.or_best[o] <= -2 and self.or_ub[o] < self.or_leaf[o]:
+                # A virtual incumbent found by a probe: split on f; each child is its stored
+                # incumbent if the graph has it, else a leaf (see _kernels._probe).
+                f = -2 - int(self.or_best[o])
+                pending[node] = [None, None, f]
+                for side, child_words in ((1, words & self.M1[f]), (0, words & ~self.M1[f])):
+                    h1, h2 = (np.uint64(h) for h in K.hash_words(child_words))
+                    child, _ = K.ht_find(h1, h2, depth + 1, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
+                    stack.append((int(child), child_words, depth + 1, node, side == 1))
         return b.build()
 
     # -- checking --------------------------------------------------------------------------
