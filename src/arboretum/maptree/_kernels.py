@@ -386,6 +386,27 @@ def _no_split(words, total, row_group, group_masks):
     return True
 
 
+@njit(cache=True, inline="always")
+def _valid_splits(words, M1, valid_f, n1_buf):
+    """The valid splits ``V(I)`` of the sample set ``words`` (both sides non-empty): writes the
+    features to ``valid_f[:nv]`` and their ``|I ∩ {x_f = 1}|`` to ``n1_buf[:nv]``; returns
+    ``(n, nv)`` with ``n = |I|`` (samples, not weights: validity is about non-empty sides)."""
+    F, W = M1.shape
+    n = 0
+    for w in range(W):
+        n += popcount64(words[w])
+    nv = 0
+    for f in range(F):
+        n1 = 0
+        for w in range(W):
+            n1 += popcount64(words[w] & M1[f, w])
+        if n1 > 0 and n1 < n:
+            valid_f[nv] = f
+            n1_buf[nv] = n1
+            nv += 1
+    return n, nv
+
+
 @njit(cache=True)
 def _expand(
     o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ub_inf,
@@ -402,19 +423,7 @@ def _expand(
     """
     F, W = M1.shape
     d = or_depth[o]
-    n = 0  # number of samples (not their weight): validity is about non-empty sides
-    for w in range(W):
-        n += popcount64(words[w])
-    # Valid splits V(I): both sides non-empty.
-    nv = 0
-    for f in range(F):
-        n1 = 0
-        for w in range(W):
-            n1 += popcount64(words[w] & M1[f, w])
-        if n1 > 0 and n1 < n:
-            valid_f[nv] = f
-            n1_buf[nv] = n1
-            nv += 1
+    n, nv = _valid_splits(words, M1, valid_f, n1_buf)
     nll = _leaf_nll(model, or_counts, or_stats, o)
     or_expanded[o] = 1
     if nv == 0:
@@ -516,20 +525,15 @@ def _probe(
     F, W = M1.shape
     d = or_depth[o]
     tmp = counters[C_N_OR]
-    n = 0
-    for w in range(W):
-        n += popcount64(words[w])
+    valid_f = np.empty(F, np.int32)
+    n1_buf = np.empty(F, np.int32)
+    n, nv = _valid_splits(words, M1, valid_f, n1_buf)
     best = np.inf
     best_ub = np.inf
     best_f = -1
-    nv = 0
-    for f in range(F):
-        n1 = 0
-        for w in range(W):
-            n1 += popcount64(words[w] & M1[f, w])
-        if n1 == 0 or n1 == n:
-            continue
-        nv += 1
+    for j in range(nv):
+        f = valid_f[j]
+        n1 = n1_buf[j]
         pair = 0.0
         pair_ub = 0.0
         for side in range(2):
@@ -611,19 +615,8 @@ def _probe2(
     F, W = M1.shape
     K, B = Y.shape[0], Y.shape[1]
     d = or_depth[o]
-    n = 0
-    for w in range(W):
-        n += popcount64(words[w])
-    # Valid features of I with their sample and class counts on the x_f = 1 side.
-    vf = np.empty(F, np.int64)
-    nv = 0
-    for f in range(F):
-        n1 = 0
-        for w in range(W):
-            n1 += popcount64(words[w] & M1[f, w])
-        if n1 > 0 and n1 < n:
-            vf[nv] = f
-            nv += 1
+    vf = np.empty(F, np.int32)
+    n, nv = _valid_splits(words, M1, vf, np.empty(F, np.int32))
     if nv == 0:
         return np.inf  # (not reached: unexpanded nodes have a valid split)
     c = np.zeros(K, np.int64)
