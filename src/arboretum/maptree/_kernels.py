@@ -313,7 +313,8 @@ def new_or_node(
     ``p_leaf = 1 - p_split(d)`` (reference semantics), or +inf with ``ub_inf``
     (the paper's semantics, where an unexpanded node has no partial solution).
     With these two rules the UB of every partial solution is the exact cost of
-    its tree.
+    its tree (a virtual incumbent, :func:`_probe`, can make the tree read off
+    cheaper than UB when its stored children improve later; never dearer).
 
     LB is ``h'(o) = min(exact leaf cost, split bound)`` where the split bound
     (:func:`_split_bound`) is at most the cost of every tree that splits at

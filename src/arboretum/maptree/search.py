@@ -103,10 +103,12 @@ class AndOrSearch:
         distinct rows a node holds).  Zero-weight samples must be removed by
         the caller.
     probe : bool, default True
-        Probe a node the first time the search reaches it: compute the bound
-        its expansion would give without storing its children, and expand it
-        only if the search comes back (see ``_kernels._probe``).  Same
-        certificates, far smaller graphs; False gives the paper's search.
+        Probe a node the first times the search reaches it: compute the bound
+        its expansion would give without storing its children (then a depth-2
+        bound on the second visit), record the best one-split incumbent it
+        finds, and store its children only on the third visit (see
+        ``_kernels._probe`` and ``_kernels._probe2``).  Same certificates, far
+        smaller graphs; False gives the paper's search.
     """
 
     def __init__(
@@ -494,7 +496,11 @@ class AndOrSearch:
     ) -> Tree:
         """The incumbent tree: the minimum-UB partial solution of the explicit graph.
 
-        A leaf wins ties against splits.  Unexpanded nodes are leaves.  Leaves
+        A leaf wins ties against splits.  An unexpanded node is a leaf, or, when
+        a probe found a split that beats its leaf (a virtual incumbent, see
+        ``_kernels._probe``), that split with its children's incumbents.  The
+        tree's cost is at most the root's UB (equal unless a virtual split's
+        stored children improved after the probe).  Leaves
         carry the training class counts and ``value_fn(counts)`` (default: the
         posterior mean ``(c + rho) / (n + sum(rho))``); for
         :class:`RegressionSearch` the weighted number of samples and the
