@@ -96,10 +96,11 @@ def test_spec_fixtures(row):
     X, y = FIXTURES[row.fixture]()
     s = AndOrSearch(X, y, 2, row.alpha, row.beta, row.rho)
     if np.unique(X, axis=0).shape[0] > 1:  # fixture D's root is unsplittable: solved at creation
-        # h'(root) = min(exact leaf cost, perfect-split term) >= the paper's h(root).
+        # h'(root) = min(exact leaf cost, perfect-split term + E(0, n)) >= the paper's h(root).
         counts = np.bincount(y, minlength=2)
         pure = sum(log_dirichlet_multinomial(counts[k] * np.eye(2)[k], row.rho) for k in range(2))
-        split_term = -ChipmanPrior(row.alpha, row.beta).log_p_split(0) - pure
+        ext = s.ext[0, min(len(y), s.ext.shape[1] - 1)]
+        split_term = -ChipmanPrior(row.alpha, row.beta).log_p_split(0) - pure + ext
         assert s.lower_bound == pytest.approx(min(row.root_leaf_cost, split_term), abs=1e-6)
         assert s.lower_bound >= row.h_root - 1e-6
         assert s.upper_bound == pytest.approx(row.root_leaf_cost, abs=1e-6)
@@ -214,6 +215,52 @@ def test_invariants_after_every_expansion(ub_semantics, tie_rule, probe):
             assert s.or_lb[o] <= oracle.value(mask, int(s.or_depth[o])) + 1e-9
 
 
+@pytest.mark.parametrize("gmax", [1, 3])
+def test_subtree_prior_bounds(gmax):
+    """E[d, m] (least prior cost below a split of m samples): hand values, monotone in m and
+    0 when both sides may be unsplittable; the search adds it to every split bound."""
+    from arboretum.maptree import _kernels as K
+
+    prior = ChipmanPrior(0.95, 0.5)
+    depths = np.arange(12)
+    lps, lpst = np.asarray(prior.log_p_split(depths)), np.asarray(prior.log_p_stop(depths))
+    E = K.subtree_prior_bounds(lps, lpst, gmax, 60)
+    assert np.all(np.diff(E, axis=1) >= 0) and np.all(E >= 0) and np.all(E[-1] == 0)
+    assert np.all(E[:, : 2 * gmax + 1] == 0)  # two sides of <= gmax samples may both be leaves of cost 0
+    # 2 gmax + 1 samples: best is gmax + 1 (splittable; its own split may have two sides of
+    # cost 0) and gmax (cost 0), so E = T[d + 1, gmax + 1] = min(leaf prior, split prior).
+    d = np.arange(10)
+    assert E[d, 2 * gmax + 1] == pytest.approx(np.minimum(-lpst[d + 1], -lps[d + 1]))
+    # A large node: one side saturates at min(leaf, split + E) one level down.
+    sat = np.minimum(-lpst[d + 1], -lps[d + 1] + E[d + 1, 59])
+    assert E[d, 60] == pytest.approx(sat)
+
+
+@pytest.mark.parametrize("size", [40, 150, 900])
+def test_node_columns_compacted_counts(size):
+    """_probe2's node columns (compacted for small nodes, masked otherwise) give the exact pair
+    and class counts of the node's samples."""
+    from arboretum.maptree import _kernels as K
+
+    rng = np.random.default_rng(size)
+    n, f = 1000, 120
+    X = rng.random((n, f)) < 0.3
+    y = rng.integers(0, 3, n)
+    s = AndOrSearch(X, y, 3)
+    members = np.zeros(n, dtype=bool)
+    members[rng.choice(n, size, replace=False)] = True
+    vf = np.flatnonzero(X[members].any(0) & ~X[members].all(0)).astype(np.int32)
+    Mc, planes = K._node_columns(pack_rows_mask(members), size, s.M1, s.Y, vf, vf.size)
+    assert (Mc.shape[1] < s.M1.shape[1]) == (size < 900)  # compacted only when it pays
+    bits = lambda a: np.unpackbits(a.view(np.uint8), bitorder="little").astype(bool)  # noqa: E731
+    cols = np.array([bits(r) for r in Mc])
+    want = X[members][:, vf].T if Mc.shape[1] < s.M1.shape[1] else (X[:, vf] & members[:, None]).T
+    assert np.array_equal(cols[:, : want.shape[1]], want) and not cols[:, want.shape[1]:].any()
+    classes = np.array([bits(r) for r in planes])[:, : want.shape[1]]
+    ym = y[members] if Mc.shape[1] < s.M1.shape[1] else np.where(members, y, -1)
+    assert np.array_equal(classes, np.array([ym == k for k in range(3)]))
+
+
 @pytest.mark.parametrize("n_classes,weighted", [(2, False), (3, False), (2, True)])
 def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
     """The two probe bounds of every stored unexpanded node, computed directly: the creation
@@ -241,9 +288,9 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
             words = pack_rows_mask(members)
             args = (s.or_depth, s.or_counts, s.or_stats, s.or_lb, s.or_ub, s.ht_val, s.or_h1, s.or_h2, s.counters)
             p1, u1, f1 = K._probe(o, words, s.scratch, s.M1, s.row_group, s.group_masks, s.model,
-                                  s.log_ps, s.log_pstop, s.log_int, False, *args)
+                                  s.log_ps, s.log_pstop, s.log_int, s.ext, s.gmax, False, *args)
             p2 = K._probe2(o, words, s.scratch, s.M1, s.Y, s.G, s.Gsum, s.lconst, s.log_ps, s.log_pstop,
-                           s.log_int, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2, 10**9)
+                           s.log_int, s.ext, s.gmax, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2, 10**9)
             exact = oracle.value(oracle.subset_mask(np.flatnonzero(members[rows])), int(s.or_depth[o]))
             assert s.or_lb[o] <= p1 + 1e-9
             assert p1 <= p2 + 1e-9

@@ -66,6 +66,9 @@ N_COUNTERS = 6
 # count with their cheap bound.  Measured on audiology, vote and lymph: 2 gives the fastest
 # bound progress (0 loses the depth-2 term, 8 or all spend too long per probe).
 PROBE2_ROWS = 2
+# Nodes of more samples skip the depth-2 probe: its O(|V|^2 n / 64) pair counts cost more search
+# time than they save there (measured on mushroom and kr-vs-kp).
+PROBE2_MAX_SAMPLES = 2048
 
 _SALT1 = np.uint64(0x9E3779B97F4A7C15)
 _SALT2 = np.uint64(0xD6E8FEB86659FD93)
@@ -172,12 +175,6 @@ def _split_term(counts_row, d, G, Gsum, log_ps):
     return s
 
 
-@njit(cache=True)
-def heuristic_cost(counts_row, d, G, Gsum, lconst, log_ps):
-    """Perfect Split heuristic ``h`` (spec §2.7, multi-class form §2.8), as a cost."""
-    return -max(_log_lik(counts_row, G, Gsum, lconst), _split_term(counts_row, d, G, Gsum, log_ps))
-
-
 @njit(cache=True, inline="always")
 def _nig_leaf_nll(row, rtab, rpar):
     """``-log p(y_L)`` of a normal-inverse-gamma leaf with sums ``row = (n, s1, s2, q)``.
@@ -213,7 +210,7 @@ def _leaf_nll(model, or_counts, or_stats, node):  # pragma: no cover
     raise NotImplementedError("compiled by numba only")
 
 
-def _split_bound(model, or_counts, or_stats, node, d, log_ps):  # pragma: no cover
+def _split_bound(model, or_counts, or_stats, node, d, m, log_ps, ext):  # pragma: no cover
     """Lower bound on the cost of every tree that splits at ``(node, d)``."""
     raise NotImplementedError("compiled by numba only")
 
@@ -271,23 +268,92 @@ def _leaf_nll_impl(model, or_counts, or_stats, node):
 
 
 @overload(_split_bound, inline="always")
-def _split_bound_impl(model, or_counts, or_stats, node, d, log_ps):
+def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, ext):
     """Classification: the Perfect Split term ``-log p_split(d) - sum_k log
     l(c_k e_k)`` (proof in :func:`new_or_node`).  Regression:
     ``-log p_split(d) + max(B[n], L0[n] + q)``, proved in
-    :func:`arboretum.bayes.nig_bound_tables`."""
+    :func:`arboretum.bayes.nig_bound_tables`.  Both plus ``E(d, m)``, the least
+    prior cost of the two subtrees below a split of ``m`` samples
+    (:func:`subtree_prior_bounds`, which proves it)."""
     if is_regression_model(model.types):
 
-        def nig(model, or_counts, or_stats, node, d, log_ps):
+        def nig(model, or_counts, or_stats, node, d, m, log_ps, ext):
             row = or_stats[node]
             rtab = model[1]
             k = np.int64(row[0] + 0.5)
-            return -log_ps[d] + max(rtab[0, k], rtab[1, k] + row[3])
+            return -log_ps[d] + _ext(ext, d, m) + max(rtab[0, k], rtab[1, k] + row[3])
 
         return nig
-    return lambda model, or_counts, or_stats, node, d, log_ps: -_split_term(
+    return lambda model, or_counts, or_stats, node, d, m, log_ps, ext: _ext(ext, d, m) - _split_term(
         or_counts[node], d, model[1], model[2], log_ps
     )
+
+
+@njit(cache=True, inline="always")
+def _ext(ext, d, m):
+    """``E(d, m)`` from the table of :func:`subtree_prior_bounds` (constant past its last column)."""
+    last = ext.shape[1] - 1
+    return ext[d, m if m < last else last]
+
+
+@njit(cache=True)
+def subtree_prior_bounds(log_ps, log_pstop, gmax, M):
+    """Table ``E[d, m]`` (``m = 0 .. M``): a lower bound on the prior cost of the two subtrees
+    below any split of a node of ``m`` samples at depth ``d``.
+
+    The cost of a tree is its prior terms (``-log p_split + log|V|`` per internal
+    node, ``-log p_leaf`` per leaf, all ``>= 0``) plus its leaves'
+    ``-log l(c_L)``.  The split bounds (:func:`new_or_node`, :func:`_probe2`)
+    bound the likelihood part of every split tree by the Perfect Split value,
+    which uses no prior term below the split, so any lower bound on the
+    children's prior terms can be added to them.
+
+    Let ``gmax`` be the largest number of training samples sharing one feature
+    row.  A node of ``m > gmax`` samples holds two distinct rows, so it has a
+    valid split and its leaf has ``p_leaf = 1 - p_split(d)``; a node of
+    ``m <= gmax`` samples may have none, and then its cost can be its bare
+    likelihood (prior cost 0).  So the least prior cost of a subtree on ``m``
+    samples at depth ``d`` is at least
+
+        T[d, m] = 0                                                  if m <= gmax,
+                = min( -log(1 - p_split(d)),  -log p_split(d) + E[d, m] )   otherwise,
+
+        E[d, m] = min over 1 <= m0 < m of T[d+1, m0] + T[d+1, m - m0],
+
+    dropping ``log|V| >= 0``; a split sends ``m0 >= 1`` samples to one side and
+    the rest to the other, whatever the feature.  At the deepest tabulated depth
+    ``T = E = 0``.  ``T`` and ``E`` are non-decreasing in ``m`` (induction on
+    the depth: for ``m' > m`` every split ``(m0', m' - m0')`` dominates the split
+    ``(min(m0', m - 1), max(m - m0', 1))`` of ``m`` side by side), so
+    ``E[d, M]`` bounds every ``m > M`` and the table can stop at ``M``.  It
+    saturates after a few multiples of ``gmax``.
+    """
+    D = log_ps.shape[0]
+    T = np.zeros((D, M + 1))
+    E = np.zeros((D, M + 1))
+    for d in range(D - 2, -1, -1):
+        for m in range(2, M + 1):
+            e = np.inf
+            for m0 in range(1, m // 2 + 1):
+                v = T[d + 1, m0] + T[d + 1, m - m0]
+                if v < e:
+                    e = v
+            E[d, m] = e
+            if m > gmax:
+                T[d, m] = min(-log_pstop[d], -log_ps[d] + e)
+    return E
+
+
+@njit(cache=True, inline="always")
+def _sized_bound(counts_row, d, m, G, Gsum, lconst, log_ps, log_pstop, ext, gmax):
+    """A lower bound on the value of a node of ``m`` samples with class counts ``counts_row`` at
+    depth ``d`` whose valid splits are unknown: the Perfect Split heuristic (spec §2.7) with
+    ``E(d, m)`` added to its split term, and the leaf prior ``p_leaf = 1 - p_split(d)`` when
+    ``m > gmax`` (the node then has a valid split; see :func:`subtree_prior_bounds`)."""
+    nll = -_log_lik(counts_row, G, Gsum, lconst)
+    split = _ext(ext, d, m) - _split_term(counts_row, d, G, Gsum, log_ps)
+    leaf = nll - log_pstop[d] if m > gmax else nll
+    return min(leaf, split)
 
 
 @njit(cache=True)
@@ -298,7 +364,7 @@ def write_node_stats(model, words, or_counts, or_stats, node):
 
 @njit(cache=True)
 def new_or_node(
-    node, d, no_split, model, log_ps, log_pstop, ub_inf,
+    node, d, no_split, m, model, log_ps, log_pstop, ext, gmax, ub_inf,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge,
     or_stamp, or_best, or_flags,
 ):
@@ -326,16 +392,20 @@ def new_or_node(
 
     Classification: the split bound is the *splittable* Perfect Split term,
 
-        h'(o) = min( -log(1 - p_split(d)) - log l(c),  -log p_split(d) - sum_k log l(c_k e_k) ).
+        h'(o) = min( -log(1 - p_split(d)) - log l(c),  -log p_split(d) + E(d, m) - sum_k log l(c_k e_k) ),
+
+    with ``m`` the node's number of samples and ``E`` the least prior cost of
+    the two subtrees below a split (:func:`subtree_prior_bounds`).
 
     Proof of admissibility (h' <= val(o)): val(o) is the minimum of the leaf
     cost, which is exactly the first term because V(I) is not empty, and of
     ``-log p_split(d) + log|V(I)| + val(o_0) + val(o_1)`` over the splits.  For
-    any split, ``log|V| >= 0``; every child value is at least its likelihood
-    term ``-log l(c_j)`` (all prior factors are <= 1), which by Lemma 13 is at
-    least ``sum_k -log l(c_jk e_k)``; and by Lemma 14 (superadditivity of pure
-    likelihoods) ``sum_j -log l(c_jk e_k) >= -log l(c_k e_k)``.  So every split
-    costs at least the second term.  The paper's heuristic uses the bare
+    any split, ``log|V| >= 0``; every child value is its subtree's prior terms,
+    together at least ``E(d, m)`` for the two children, plus the ``-log l(c_L)``
+    of its leaves; each is at least ``sum_k -log l(c_Lk e_k)`` by Lemma 13, and
+    by Lemma 14 (superadditivity of pure likelihoods) these sum over all the
+    leaves below the split to at least ``sum_k -log l(c_k e_k)``.  So every
+    split costs at least the second term.  The paper's heuristic uses the bare
     likelihood ``-log l(c)`` in the first term because it does not know
     whether V(I) is empty; we know, so ``h' >= h`` with equality only when the
     split term is the smaller one.
@@ -359,7 +429,7 @@ def new_or_node(
         or_expanded[node] = 1
         return
     leaf = -log_pstop[d] + nll
-    or_lb[node] = min(leaf, _split_bound(model, or_counts, or_stats, node, d, log_ps))
+    or_lb[node] = min(leaf, _split_bound(model, or_counts, or_stats, node, d, m, log_ps, ext))
     or_ub[node] = np.inf if ub_inf else leaf
     or_leaf[node] = or_ub[node]
     or_expanded[node] = 0
@@ -410,7 +480,7 @@ def _valid_splits(words, M1, valid_f, n1_buf):
 
 @njit(cache=True)
 def _expand(
-    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ub_inf,
+    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, ub_inf,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
@@ -455,7 +525,7 @@ def _expand(
                 counters[C_N_OR] += 1
                 _node_stats(model, scratch, or_counts, or_stats, child)
                 new_or_node(
-                    child, d + 1, _no_split(scratch, total, row_group, group_masks), model, log_ps, log_pstop, ub_inf,
+                    child, d + 1, _no_split(scratch, total, row_group, group_masks), total, model, log_ps, log_pstop, ext, gmax, ub_inf,
                     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded,
                     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
                 )
@@ -477,7 +547,7 @@ def _expand(
 
 @njit(cache=True)
 def _creation_bound(
-    model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ub_inf
+    model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ext, gmax, ub_inf
 ):
     """The (LB, UB) :func:`new_or_node` would give a new node with sample set ``words`` at
     depth ``d``; its statistics go to the scratch row ``tmp``."""
@@ -486,12 +556,12 @@ def _creation_bound(
     if _no_split(words, total, row_group, group_masks):
         return nll, nll
     leaf = -log_pstop[d] + nll
-    return min(leaf, _split_bound(model, or_counts, or_stats, tmp, d, log_ps)), (np.inf if ub_inf else leaf)
+    return min(leaf, _split_bound(model, or_counts, or_stats, tmp, d, total, log_ps, ext)), (np.inf if ub_inf else leaf)
 
 
 @njit(cache=True)
 def _probe(
-    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ub_inf,
+    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, ub_inf,
     or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
 ):
     """The lower bound that expanding OR node ``o`` (sample set ``words``) would give, without
@@ -554,7 +624,7 @@ def _probe(
             else:
                 lbc, ubc = _creation_bound(
                     model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
-                    log_ps, log_pstop, ub_inf,
+                    log_ps, log_pstop, ext, gmax, ub_inf,
                 )
                 pair += lbc
                 pair_ub += ubc
@@ -571,8 +641,52 @@ def _probe(
 
 
 @njit(cache=True)
+def _node_columns(words, n, M1, Y, vf, nv):
+    """The valid feature columns ``Mc[i] = words & M1[vf[i]]`` and the class/weight planes
+    ``words & Y[k, b]`` of a node of ``n`` samples, for :func:`_probe2`'s pair counts.
+
+    When the node is small next to the data set the ``W`` words of every column are mostly
+    zero, so the columns are *compacted*: sample ``j`` of the node (in index order) becomes
+    bit ``j`` of ``ceil(n / 64)`` words.  Popcounts of intersections are the same in both
+    layouts.  Compacting costs a bit copy per (column, sample); it is done when that is less
+    than the ``nv^2 / 2`` pair counts it shortens."""
+    F, W = M1.shape
+    K, B = Y.shape[0], Y.shape[1]
+    Wc = (n + 63) >> 6
+    if Wc * (64 + nv // 2) >= W * (nv // 2):
+        Mc = np.empty((nv, W), np.uint64)
+        planes = np.empty((K * B, W), np.uint64)
+        for i in range(nv):
+            for w in range(W):
+                Mc[i, w] = words[w] & M1[vf[i], w]
+        for k in range(K):
+            for b in range(B):
+                for w in range(W):
+                    planes[k * B + b, w] = words[w] & Y[k, b, w]
+        return Mc, planes
+    Mc = np.zeros((nv, Wc), np.uint64)
+    planes = np.zeros((K * B, Wc), np.uint64)
+    j = 0
+    one = np.uint64(1)
+    for w in range(W):
+        bw = words[w]
+        while bw:
+            t = ctz64(bw)
+            bw &= bw - one
+            jw = j >> 6
+            jb = np.uint64(j & 63)
+            for i in range(nv):
+                Mc[i, jw] |= ((M1[vf[i], w] >> np.uint64(t)) & one) << jb
+            for k in range(K):
+                for b in range(B):
+                    planes[k * B + b, jw] |= ((Y[k, b, w] >> np.uint64(t)) & one) << jb
+            j += 1
+    return Mc, planes
+
+
+@njit(cache=True)
 def _probe2(
-    o, words, scratch, M1, Y, G, Gsum, lconst, log_ps, log_pstop, log_int,
+    o, words, scratch, M1, Y, G, Gsum, lconst, log_ps, log_pstop, log_int, ext, gmax,
     or_depth, or_lb, ht_val, or_h1, or_h2, max_rows,
 ):
     """Depth-2 lookahead bound of OR node ``o`` (classification), from pair counts.
@@ -591,18 +705,24 @@ def _probe2(
                        + min_{g in V(I_fs)} [ h(I_fsg0) + h(I_fsg1) ] )   otherwise,
 
     raised to the child's LB in the graph when the child is stored already.
-    ``h`` is the Perfect Split heuristic of spec §2.7 (bare likelihood, no
-    ``log|V|``), admissible for every node.
+    ``h`` is :func:`_sized_bound`, the Perfect Split heuristic of spec §2.7
+    (no ``log|V|``) with the prior bound ``E`` of :func:`subtree_prior_bounds`
+    added to its split term, admissible for every node.
 
     Cost control: the sample counts of every pair of valid features give each
     child's ``V(I_fs)`` and a cheap bound ``cheap(I_fs) = min(leaf,
-    -log p_split(d+1) + log|V(I_fs)| + Perfect Split value)`` (or ``nll`` when
-    ``V(I_fs)`` is empty), which is at most ``b(I_fs)`` (the Perfect Split
-    value is at most every ``h(I_fsg0) + h(I_fsg1)``, spec §2.7).  Splits are
+    -log p_split(d+1) + log|V(I_fs)| + E(d+1, |I_fs|) + Perfect Split value)``
+    (or ``nll`` when ``V(I_fs)`` is empty), which is at most ``b(I_fs)``: each
+    ``h(I_fsg)`` is at least ``T(d+2, |I_fsg|)`` plus the grandchild's Perfect
+    Split value (:func:`subtree_prior_bounds`), the two ``T`` sum to at least
+    ``E(d+1, |I_fs|)``, and the two Perfect Split values to at least the
+    child's (spec §2.7).  Splits are
     visited in increasing ``cheap(I_f0) + cheap(I_f1)``; only the first
     ``max_rows`` get the depth-2 term (it needs one row of class pair
     counts), and the rest count with the cheap sum of the first one not
     visited, a lower bound on all of them, so the bound stays admissible.
+    The counts run on the node's own columns (:func:`_node_columns`), compacted
+    to ``ceil(|I| / 64)`` words for nodes much smaller than the data set.
 
     Proof of admissibility: ``val(I_fs)`` is either its leaf cost, which is
     the first term (with ``p_leaf = 1`` exactly when ``V(I_fs)`` is empty), or,
@@ -620,34 +740,32 @@ def _probe2(
     n, nv = _valid_splits(words, M1, vf, np.empty(F, np.int32))
     if nv == 0:
         return np.inf  # (not reached: unexpanded nodes have a valid split)
+    # The node's columns Mc[i] = I ∩ {x_vf[i] = 1} and class/weight planes, on the node's own
+    # samples: compacted to ceil(n / 64) words when the pair counts saved pay for the bit copy.
+    Mc, planes = _node_columns(words, n, M1, Y, vf, nv)
+    Wc = Mc.shape[1]
     c = np.zeros(K, np.int64)
-    planes = np.empty((K * B, W), np.uint64)
     for k in range(K):
         for b in range(B):
-            for w in range(W):
-                planes[k * B + b, w] = words[w] & Y[k, b, w]
+            for w in range(Wc):
                 c[k] += popcount64(planes[k * B + b, w]) << b
     # N[i, j] = |I ∩ {x_vf[i] = 1} ∩ {x_vf[j] = 1}| for every pair (the diagonal: single features),
     # and D[i, k] the weighted class-k count of I ∩ {x_vf[i] = 1}.
     N = np.empty((nv, nv), np.int64)
     D = np.zeros((nv, K), np.int64)
-    a = np.empty(W, np.uint64)
+    a = np.empty(Wc, np.uint64)
     for i in range(nv):
-        fi = vf[i]
-        for w in range(W):
-            a[w] = words[w] & M1[fi, w]
         for j in range(i, nv):
-            fj = vf[j]
             m = 0
-            for w in range(W):
-                m += popcount64(a[w] & M1[fj, w])
+            for w in range(Wc):
+                m += popcount64(Mc[i, w] & Mc[j, w])
             N[i, j] = m
             N[j, i] = m
         for k in range(K):
             for b in range(B):
                 m = 0
-                for w in range(W):
-                    m += popcount64(planes[k * B + b, w] & M1[fi, w])
+                for w in range(Wc):
+                    m += popcount64(planes[k * B + b, w] & Mc[i, w])
                 D[i, k] += m << b
     # Cheap bound of every child, with the exact log|V(I_fs)| from the pair counts:
     # b(I_fs) >= its leaf cost or its split cost with a perfect split; need[i, s] when the
@@ -675,7 +793,7 @@ def _probe2(
                 cheap[i, s] = nll
             else:
                 leaf = -log_pstop[d + 1] + nll
-                split = log_int[nvc] - _split_term(cc, d + 1, G, Gsum, log_ps)
+                split = log_int[nvc] + _ext(ext, d + 1, ns) - _split_term(cc, d + 1, G, Gsum, log_ps)
                 if split < leaf:
                     cheap[i, s] = split
                     need[i, s] = True
@@ -698,13 +816,12 @@ def _probe2(
             # row[j, k] = weighted class-k count of I ∩ {x_fi = 1} ∩ {x_vf[j] = 1}
             for k in range(K):
                 for b in range(B):
-                    for w in range(W):
-                        a[w] = planes[k * B + b, w] & M1[fi, w]
+                    for w in range(Wc):
+                        a[w] = planes[k * B + b, w] & Mc[i, w]
                     for j in range(nv):
-                        fj = vf[j]
                         m = 0
-                        for w in range(W):
-                            m += popcount64(a[w] & M1[fj, w])
+                        for w in range(Wc):
+                            m += popcount64(a[w] & Mc[j, w])
                         if b == 0:
                             row[j, k] = m
                         else:
@@ -727,8 +844,8 @@ def _probe2(
                     for k in range(K):
                         g1[k] = row[j, k] if s == 1 else D[j, k] - row[j, k]
                         g0[k] = cc[k] - g1[k]
-                    v = heuristic_cost(g1, d + 2, G, Gsum, lconst, log_ps) + heuristic_cost(
-                        g0, d + 2, G, Gsum, lconst, log_ps
+                    v = _sized_bound(g1, d + 2, q, G, Gsum, lconst, log_ps, log_pstop, ext, gmax) + _sized_bound(
+                        g0, d + 2, ns - q, G, Gsum, lconst, log_ps, log_pstop, ext, gmax
                     )
                     if v < inner:
                         inner = v
@@ -751,7 +868,7 @@ def _probe2(
 
 
 def _lookahead(
-    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
     or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
 ):  # pragma: no cover
     """The probe bound of ``o``: depth-2 (:func:`_probe2`) for classification, depth-1
@@ -761,28 +878,28 @@ def _lookahead(
 
 @overload(_lookahead)
 def _lookahead_impl(
-    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
     or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
 ):
     if is_regression_model(model.types):
 
         def depth1(
-            model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+            model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
             or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
         ):
             return _probe(
-                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, False,
+                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, False,
                 or_depth, or_counts, or_stats, or_lb, or_lb, ht_val, or_h1, or_h2, counters,
             )[0]
 
         return depth1
 
     def depth2(
-        model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+        model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
         or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
     ):
         return _probe2(
-            o, words, scratch, M1, model[0], model[1], model[2], model[3], log_ps, log_pstop, log_int,
+            o, words, scratch, M1, model[0], model[1], model[2], model[3], log_ps, log_pstop, log_int, ext, gmax,
             or_depth, or_lb, ht_val, or_h1, or_h2, PROBE2_ROWS,
         )
 
@@ -896,7 +1013,7 @@ def _propagate(
 
 @njit(cache=True)
 def expand_node(
-    o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
+    o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
@@ -906,7 +1023,7 @@ def expand_node(
     splits, propagate the bounds, count it.  The caller guarantees room for the new nodes."""
     _expand(
         o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop,
-        log_int, ub_inf,
+        log_int, ext, gmax, ub_inf,
         or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
         or_and_count, or_first_edge, or_stamp, or_best, or_flags,
         and_feature, and_parent, and_child0, and_child1, edge_next,
@@ -922,7 +1039,7 @@ def expand_node(
 
 @njit(cache=True)
 def run_search(
-    M1, row_group, group_masks, root_words, model, log_ps, log_pstop, log_int,
+    M1, row_group, group_masks, root_words, model, log_ps, log_pstop, log_int, ext, gmax,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
@@ -983,19 +1100,29 @@ def run_search(
                 gap = g0
             if not (gap > 0.0):
                 return STATUS_INTERNAL_ERROR
-        if probe > 0 and not (or_flags[o] & _PROBED2) and not (probe == 1 and (or_flags[o] & _PROBED)):
+        do_probe = probe > 0 and not (or_flags[o] & _PROBED2)
+        if do_probe and (or_flags[o] & _PROBED):
+            # The second visit: a depth-2 probe, unless the node is too large for pair counts.
+            if probe == 1:
+                do_probe = False
+            else:
+                size = 0
+                for w in range(W):
+                    size += popcount64(words[w])
+                do_probe = size <= PROBE2_MAX_SAMPLES
+        if do_probe:
             vub = np.inf
             vf = -1
             if not (or_flags[o] & _PROBED):
                 or_flags[o] |= _PROBED
                 v, vub, vf = _probe(
-                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ub_inf,
+                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, ub_inf,
                     or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
                 )
             else:
                 or_flags[o] |= _PROBED2
                 v = _lookahead(
-                    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int,
+                    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
                     or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
                 )
             counters[C_N_PROBE] += 1
@@ -1016,7 +1143,7 @@ def run_search(
             if (changed & _LB_UP) or or_lb[o] >= or_ub[o]:
                 continue
         expand_node(
-            o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int,
+            o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax,
             or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
             or_and_count, or_first_edge, or_stamp, or_best, or_flags,
             and_feature, and_parent, and_child0, and_child1, edge_next,

@@ -149,10 +149,9 @@ class AndOrSearch:
         X = np.asarray(X, dtype=bool)
         n, F = X.shape
         self.n_samples, self.n_features = n, F
-        # 0: no probes; 1: depth-1 probes; 2: depth-1, then depth-2 probes.  The depth-2 probe's
-        # pair counts cost O(|V|^2 W) for W words of samples: past 32 words (2048 samples) it
-        # costs more search time than it saves (measured on mushroom and kr-vs-kp).
-        self.probe = 0 if not probe else (2 if (n + 63) // 64 <= 32 else 1)
+        # 0: no probes; 2: depth-1, then depth-2 probes (the kernel skips the depth-2 probe of
+        # nodes of more than K.PROBE2_MAX_SAMPLES samples); 1 (depth-1 only) is for experiments.
+        self.probe = 2 if probe else 0
         self.alpha, self.beta = float(alpha), float(beta)
         self.ub_inf = ub_semantics == "inf"
         self.tie_rule = 0 if tie_rule == "paper" else 1
@@ -176,6 +175,10 @@ class AndOrSearch:
         depths = np.arange(F + 2)
         self.log_ps = np.asarray(prior.log_p_split(depths), dtype=np.float64)
         self.log_pstop = np.asarray(prior.log_p_stop(depths), dtype=np.float64)
+        # Least prior cost below a split (K.subtree_prior_bounds): nodes of more than gmax samples
+        # are splittable.  The table saturates after a few multiples of gmax.
+        self.gmax = int(group_sizes.max())
+        self.ext = K.subtree_prior_bounds(self.log_ps, self.log_pstop, self.gmax, min(n, 32 * (self.gmax + 1)))
         with np.errstate(divide="ignore"):
             self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
         W = self.M1.shape[1]
@@ -194,7 +197,8 @@ class AndOrSearch:
         # The root: all samples at depth 0.
         K.write_node_stats(self.model, self.root_words, self.or_counts, self.or_stats, 0)
         K.new_or_node(
-            0, 0, self._root_unsplittable, self.model, self.log_ps, self.log_pstop, self.ub_inf,
+            0, 0, self._root_unsplittable, self.n_samples, self.model, self.log_ps, self.log_pstop,
+            self.ext, self.gmax, self.ub_inf,
             self.or_depth, self.or_counts, self.or_stats, self.or_lb, self.or_ub, self.or_leaf,
             self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
         )
@@ -324,7 +328,7 @@ class AndOrSearch:
             before = int(self.counters[K.C_N_EXP])
             status = K.run_search(
                 self.M1, self.row_group, self.group_masks, self.root_words, self.model,
-                self.log_ps, self.log_pstop, self.log_int,
+                self.log_ps, self.log_pstop, self.log_int, self.ext, self.gmax,
                 *self._graph(), self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
                 max_iter - done, self.tie_rule, self.ub_inf, self.probe,
             )
@@ -455,7 +459,7 @@ class AndOrSearch:
                     break
                 K.expand_node(
                     o, words, self.M1, self.row_group, self.group_masks, self.model,
-                    self.log_ps, self.log_pstop, self.log_int,
+                    self.log_ps, self.log_pstop, self.log_int, self.ext, self.gmax,
                     *self._graph(), self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
                 )
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
