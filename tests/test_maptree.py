@@ -236,6 +236,16 @@ def test_subtree_prior_bounds(gmax):
     assert E[d, 60] == pytest.approx(sat)
 
 
+def test_subtree_prior_table_is_capped():
+    """Heavy duplicates and many features: the E table stays at most 64 depths x 1025 sizes."""
+    rng = np.random.default_rng(3)
+    X = np.repeat(rng.random((3, 200)) < 0.5, 1500, axis=0)
+    y = rng.integers(0, 2, X.shape[0])
+    s = AndOrSearch(X, y, 2)
+    assert s.gmax == 1500 and s.ext.shape == (64, 1025)
+    assert np.all(np.diff(s.ext, axis=1) >= 0)
+
+
 @pytest.mark.parametrize("size", [40, 150, 900])
 def test_node_columns_compacted_counts(size):
     """_probe2's node columns (compacted for small nodes, masked otherwise) give the exact pair

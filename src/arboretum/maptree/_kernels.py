@@ -291,7 +291,10 @@ def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, ext):
 
 @njit(cache=True, inline="always")
 def _ext(ext, d, m):
-    """``E(d, m)`` from the table of :func:`subtree_prior_bounds` (constant past its last column)."""
+    """``E(d, m)`` from the table of :func:`subtree_prior_bounds` (constant past its last column;
+    0, a valid bound, past its last row)."""
+    if d >= ext.shape[0]:
+        return 0.0
     last = ext.shape[1] - 1
     return ext[d, m if m < last else last]
 
