@@ -298,7 +298,7 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
             words = pack_rows_mask(members)
             args = (s.or_depth, s.or_counts, s.or_stats, s.or_lb, s.or_ub, s.ht_val, s.or_h1, s.or_h2, s.counters)
             p1, u1, f1 = K._probe(o, words, s.scratch, s.M1, s.row_group, s.group_masks, s.model,
-                                  s.log_ps, s.log_pstop, s.log_int, s.ext, s.gmax, False, *args)
+                                  s.log_ps, s.log_pstop, s.log_int, s.ext, False, *args)
             p2 = K._probe2(o, words, s.scratch, s.M1, s.Y, s.G, s.Gsum, s.lconst, s.log_ps, s.log_pstop,
                            s.log_int, s.ext, s.gmax, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2, 10**9)
             exact = oracle.value(oracle.subset_mask(np.flatnonzero(members[rows])), int(s.or_depth[o]))

@@ -368,7 +368,7 @@ def write_node_stats(model, words, or_counts, or_stats, node):
 
 @njit(cache=True)
 def new_or_node(
-    node, d, no_split, m, model, log_ps, log_pstop, ext, gmax, ub_inf,
+    node, d, no_split, m, model, log_ps, log_pstop, ext, ub_inf,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge,
     or_stamp, or_best, or_flags,
 ):
@@ -484,7 +484,7 @@ def _valid_splits(words, M1, valid_f, n1_buf):
 
 @njit(cache=True)
 def _expand(
-    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, ub_inf,
+    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, ub_inf,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
@@ -529,7 +529,7 @@ def _expand(
                 counters[C_N_OR] += 1
                 _node_stats(model, scratch, or_counts, or_stats, child)
                 new_or_node(
-                    child, d + 1, _no_split(scratch, total, row_group, group_masks), total, model, log_ps, log_pstop, ext, gmax, ub_inf,
+                    child, d + 1, _no_split(scratch, total, row_group, group_masks), total, model, log_ps, log_pstop, ext, ub_inf,
                     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded,
                     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
                 )
@@ -551,7 +551,7 @@ def _expand(
 
 @njit(cache=True)
 def _creation_bound(
-    model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ext, gmax, ub_inf
+    model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ext, ub_inf
 ):
     """The (LB, UB) :func:`new_or_node` would give a new node with sample set ``words`` at
     depth ``d``; its statistics go to the scratch row ``tmp``."""
@@ -565,7 +565,7 @@ def _creation_bound(
 
 @njit(cache=True)
 def _probe(
-    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, ub_inf,
+    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, ub_inf,
     or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
 ):
     """The lower bound that expanding OR node ``o`` (sample set ``words``) would give, without
@@ -628,7 +628,7 @@ def _probe(
             else:
                 lbc, ubc = _creation_bound(
                     model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
-                    log_ps, log_pstop, ext, gmax, ub_inf,
+                    log_ps, log_pstop, ext, ub_inf,
                 )
                 pair += lbc
                 pair_ub += ubc
@@ -892,7 +892,7 @@ def _lookahead_impl(
             or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
         ):
             return _probe(
-                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, False,
+                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, False,
                 or_depth, or_counts, or_stats, or_lb, or_lb, ht_val, or_h1, or_h2, counters,
             )[0]
 
@@ -1017,7 +1017,7 @@ def _propagate(
 
 @njit(cache=True)
 def expand_node(
-    o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax,
+    o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
@@ -1027,7 +1027,7 @@ def expand_node(
     splits, propagate the bounds, count it.  The caller guarantees room for the new nodes."""
     _expand(
         o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop,
-        log_int, ext, gmax, ub_inf,
+        log_int, ext, ub_inf,
         or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
         or_and_count, or_first_edge, or_stamp, or_best, or_flags,
         and_feature, and_parent, and_child0, and_child1, edge_next,
@@ -1120,7 +1120,7 @@ def run_search(
             if not (or_flags[o] & _PROBED):
                 or_flags[o] |= _PROBED
                 v, vub, vf = _probe(
-                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax, ub_inf,
+                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, ub_inf,
                     or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
                 )
             else:
@@ -1147,7 +1147,7 @@ def run_search(
             if (changed & _LB_UP) or or_lb[o] >= or_ub[o]:
                 continue
         expand_node(
-            o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, gmax,
+            o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext,
             or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
             or_and_count, or_first_edge, or_stamp, or_best, or_flags,
             and_feature, and_parent, and_child0, and_child1, edge_next,

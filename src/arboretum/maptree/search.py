@@ -202,7 +202,7 @@ class AndOrSearch:
         K.write_node_stats(self.model, self.root_words, self.or_counts, self.or_stats, 0)
         K.new_or_node(
             0, 0, self._root_unsplittable, self.n_samples, self.model, self.log_ps, self.log_pstop,
-            self.ext, self.gmax, self.ub_inf,
+            self.ext, self.ub_inf,
             self.or_depth, self.or_counts, self.or_stats, self.or_lb, self.or_ub, self.or_leaf,
             self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
         )
@@ -463,7 +463,7 @@ class AndOrSearch:
                     break
                 K.expand_node(
                     o, words, self.M1, self.row_group, self.group_masks, self.model,
-                    self.log_ps, self.log_pstop, self.log_int, self.ext, self.gmax,
+                    self.log_ps, self.log_pstop, self.log_int, self.ext,
                     *self._graph(), self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
                 )
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
