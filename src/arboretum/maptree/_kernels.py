@@ -1048,7 +1048,7 @@ def run_search(
     or_and_count, or_first_edge, or_stamp, or_best, or_flags,
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_val, or_h1, or_h2, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
-    max_iter, tie_rule, ub_inf, probe,
+    max_iter, tie_rule, ub_inf, probe, start,
 ):
     """Run up to ``max_iter`` iterations of MAPTree's best-first search.
 
@@ -1062,13 +1062,19 @@ def run_search(
     ``probe`` == 2 the second visit probes to depth 2 (:func:`_lookahead`).
     The node is expanded when a later descent reaches it again.  Returns a
     status code (``STATUS_*``).
+
+    ``start`` is the OR node the descents start from and ``root_words`` its
+    samples: 0 and the full data for the search itself; an internal node of
+    the incumbent for a focused search of that subproblem (STATUS_SOLVED then
+    means that node is solved).  Bounds are propagated to every ancestor
+    either way, so the graph stays consistent.
     """
     F, W = M1.shape
     cap_or = or_lb.shape[0]
     cap_and = and_feature.shape[0]
     cap_ht = ht_val.shape[0]
     for _ in range(max_iter):
-        if or_lb[0] >= or_ub[0]:
+        if or_lb[start] >= or_ub[start]:
             return STATUS_SOLVED
         if (
             counters[C_N_OR] + 2 * F > cap_or
@@ -1078,7 +1084,7 @@ def run_search(
             return STATUS_GROW
         for w in range(W):
             words[w] = root_words[w]
-        o = 0
+        o = start
         while or_expanded[o]:
             abest = or_best[o]  # the first minimum-LB AND child, kept current by _propagate
             if abest < 0:
@@ -1153,6 +1159,6 @@ def run_search(
             and_feature, and_parent, and_child0, and_child1, edge_next,
             ht_val, or_h1, or_h2, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
         )
-    if or_lb[0] >= or_ub[0]:
+    if or_lb[start] >= or_ub[start]:
         return STATUS_SOLVED
     return STATUS_BUDGET

