@@ -117,7 +117,8 @@ def test_csv_real_and_text_columns_fit_save_predict(tmp_path, capsys):
     d = _write_iris(train, 150)
     model = tmp_path / "m.json"
     args = ["fit", "--csv", str(train), "--target", "species", "--cv", "3", "--save", str(model),
-            "--n-thresholds", "4", "--threshold-strategy", "quantile", "--time-limit", "10"]
+            "--n-thresholds", "4", "--threshold-strategy", "quantile", "--time-limit", "10",
+            "--strategy", "best-first"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "150 samples x 5 features -> 19 binary features" in out  # 4 x 4 thresholds + 3 colours
@@ -126,6 +127,7 @@ def test_csv_real_and_text_columns_fit_save_predict(tmp_path, capsys):
     assert "certificate: optimal" in out and "3-fold test acc" in out
     saved = json.loads(model.read_text())
     assert saved["params"]["n_thresholds"] == 4 and saved["params"]["threshold_strategy"] == "quantile"
+    assert saved["params"]["strategy"] == "best-first"
     assert saved["columns"][4] == {
         "name": "colour", "kind": "categorical", "categories": ["blue", "green", "red"]
     }

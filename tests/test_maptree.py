@@ -329,6 +329,51 @@ def test_probe_keeps_the_certificate_and_shrinks_the_graph(name):
     assert probed.n_expansions < plain.n_expansions
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_best_first_strategy_matches_oracle(seed):
+    """The paper's order (strategy='best-first') certifies the same optima as the default focused search."""
+    rng = np.random.default_rng(4000 + seed)
+    for i in range(20):
+        X, y = _random_dataset(rng, n_classes=2 + i % 2, duplicates=bool(i % 2))
+        alpha, beta = PRIORS[(seed + i) % len(PRIORS)]
+        opt, trees = co_optimal_trees(X, y, alpha=alpha, beta=beta, rho=2.5)
+        for strategy in ("best-first", "focused"):
+            clf = _fit(X, y, alpha=alpha, beta=beta, rho=2.5, strategy=strategy)
+            assert clf.optimal_
+            assert clf.log_posterior_ == pytest.approx(-opt, abs=1e-8)
+            assert clf.tree_.to_paren() in trees
+
+
+@pytest.mark.parametrize("name", ["tic-tac-toe", "soybean"])
+def test_focused_rounds_keep_the_invariants(name):
+    """Focused search, stopped and resumed many times: invariants, monotone bounds, incumbent nodes."""
+    X, y = load_dataset(name, return_X_y=True)
+    y = np.unique(y, return_inverse=True)[1]
+    s = AndOrSearch(X, y, 2)
+    X = np.asarray(X, dtype=bool)
+    prev_lb, prev_ub = s.lower_bound, s.upper_bound
+    for k in range(1, 40):
+        s.run(max_expansions=40 * k * k, focus=True)
+        s.check_invariants()
+        lb, ub = s.lower_bound, s.upper_bound
+        assert prev_lb <= lb <= ub <= prev_ub
+        assert -log_posterior(s.solution(), X, y) <= ub + 1e-9
+        nodes = s.incumbent_nodes()
+        for o, words in nodes:
+            assert s.or_lb[o] < s.or_ub[o]  # unsolved
+            members = unpack(words, X.shape[0])
+            assert s.or_counts[o].tolist() == np.bincount(y[members], minlength=2).tolist()
+        if nodes:
+            assert nodes[0][0] == 0  # the root comes first when the incumbent splits it
+        rounds = s._focus_round()
+        assert rounds[-1][0] == 0 and all(o != 0 for o, _ in rounds[:-1])
+        sizes = [s.or_counts[o].sum() for o, _ in rounds[:-1]]
+        assert sizes == sorted(sizes)  # smallest subproblem first
+        prev_lb, prev_ub = lb, ub
+        if s.solved:
+            break
+
+
 def test_anytime_never_worse_as_budget_grows():
     X, y = load_dataset("tic-tac-toe", return_X_y=True)
     previous = -np.inf
@@ -481,6 +526,8 @@ def test_json_round_trip_identical_predictions(tmp_path):
         ({"max_expansions": -1}, "max_expansions"),
         ({"time_limit": 0}, "time_limit"),
         ({"memory_limit": -5}, "memory_limit"),
+        ({"strategy": "depth-first"}, "strategy must be one of 'focused', 'best-first'"),
+        ({"strategy": None}, "strategy"),
     ],
 )
 def test_bad_parameters(params, match):

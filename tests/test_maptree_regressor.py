@@ -192,7 +192,8 @@ def test_matches_oracle_on_random_small_data(seed):
         w = rng.integers(0, 4, size=len(y)) if i % 3 == 0 else None
         if w is not None:
             w[0] = max(w[0], 1)
-        reg = MAPTreeRegressor(alpha=alpha, beta=beta, **kw).fit(X, y, sample_weight=w)
+        strategy = "best-first" if i % 4 == 1 else "focused"  # the paper's order on a quarter of them
+        reg = MAPTreeRegressor(alpha=alpha, beta=beta, strategy=strategy, **kw).fit(X, y, sample_weight=w)
         keep = np.ones(len(y), bool) if w is None else w > 0  # zero weights are left out, as in fit
         Xk, yk, wk = X[keep], y[keep], None if w is None else w[keep]
         prior = _nig(yk, wk, kw)
@@ -377,6 +378,7 @@ def test_single_leaf_cases():
         ({"time_limit": 0}, "time_limit"),
         ({"memory_limit": -5}, "memory_limit"),
         ({"binarize": "sometimes"}, "binarize"),
+        ({"strategy": "greedy"}, "strategy must be one of"),
     ],
 )
 def test_bad_parameters(params, match):

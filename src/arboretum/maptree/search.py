@@ -32,6 +32,11 @@ __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
 
 #: Iterations each target gets in the first round of a focused search (see AndOrSearch.run).
 FOCUS_BUDGET = 64
+#: Share of a focused round's iterations spent on the incumbent's subproblems; the root gets the rest.
+#: Measured (benchmarks/results/README.md): 1.0 finds the same 60 s trees but slows certificates
+#: (lymph 77 s instead of 66 s, bounds after 600 s 1-20 nats lower); 0.5 and 0.25 certify lymph as fast
+#: as the plain search and 0.5 gave the highest 60 s bounds on mushroom, kr-vs-kp, soybean and splice-1.
+FOCUS_SHARE = 0.5
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -388,7 +393,9 @@ class AndOrSearch:
         subproblem first, and the root last; each gets ``budget`` iterations
         (expansions or probes) of best-first search whose descents start at
         that node, and ``budget`` doubles every round (starting at
-        ``FOCUS_BUDGET``).  Solving a subproblem of the incumbent puts its
+        ``FOCUS_BUDGET``).  The root gets as many iterations as the round's
+        subproblems together (``FOCUS_SHARE``), so the bound keeps rising at
+        least half as fast as in the plain search.  Solving a subproblem of the incumbent puts its
         optimal subtree in place, so the incumbent improves far sooner than
         when every descent starts at the root, and the subproblems' solved
         bounds raise the root's bound too.  Only nodes of the same graph are
@@ -404,6 +411,7 @@ class AndOrSearch:
         queue: list[tuple[int, np.ndarray]] = []
         node, words, left = 0, self.root_words, 0
         budget = FOCUS_BUDGET // 2
+        spent_round = 0
         while True:
             if self.solved:
                 reason = "optimal"
@@ -420,8 +428,11 @@ class AndOrSearch:
                     if not queue:
                         queue = self._focus_round()
                         budget *= 2
+                        spent_round = 0
                     node, words = queue.pop(0)
                     left = budget
+                    if node == 0:  # the root gets (1 - FOCUS_SHARE) of the round's work
+                        left = max(budget, int(spent_round * (1.0 - FOCUS_SHARE) / FOCUS_SHARE))
             n = chunk
             if focus:
                 n = int(min(n, left))
@@ -430,7 +441,9 @@ class AndOrSearch:
             t1 = time.perf_counter()
             before = int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE])
             status = self._chunk(n, node, words if focus else self.root_words)
-            left -= max(1, int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE]) - before)
+            did = max(1, int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE]) - before)
+            left -= did
+            spent_round += did
             dt = time.perf_counter() - t1
             if status == K.STATUS_GROW:
                 if not self._try_grow(memory_limit):
@@ -625,7 +638,7 @@ class AndOrSearch:
     def check_invariants(self, rtol: float = 1e-9) -> None:
         """Assert the bound invariants of spec §4.3 on every expanded OR node.
 
-        INV-UB: UB = min(leaf cost, min over AND children of UB);
+        INV-UB: UB = min(leaf cost, min over AND children of UB), up to rounding;
         INV-LB: LB >= min(leaf cost, min over AND children of LB);
         INV-ORD: LB <= UB (up to rounding).  Unexpanded nodes: LB <= UB.
         Raises AssertionError naming the first violating node.
@@ -641,7 +654,8 @@ class AndOrSearch:
             pen = self.or_pen[o]
             fresh_lb = min([leaf[o]] + list(pen + lb[self.and_child0[a]] + lb[self.and_child1[a]]))
             fresh_ub = min([leaf[o]] + list(pen + ub[self.and_child0[a]] + ub[self.and_child1[a]]))
-            assert ub[o] == fresh_ub, f"INV-UB violated at OR node {o}: {ub[o]} != {fresh_ub}"
+            # Equal up to rounding: the kernels add the same three terms in another order.
+            assert ub[o] == fresh_ub or abs(ub[o] - fresh_ub) <= tol[o], f"INV-UB violated at OR node {o}: {ub[o]} != {fresh_ub}"
             assert lb[o] >= fresh_lb - tol[o], f"INV-LB violated at OR node {o}: {lb[o]} < {fresh_lb}"
 
 
