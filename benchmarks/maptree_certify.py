@@ -12,6 +12,12 @@ Usage::
 
     python benchmarks/maptree_certify.py                          # 16 datasets, 600 s, 16 GiB
     python benchmarks/maptree_certify.py --datasets lymph --time-limit 120 --memory-limit 4096
+    python benchmarks/maptree_certify.py --resume                 # only the datasets not measured yet
+
+Every finished dataset is appended to ``<out>.jsonl`` (with the git commit it
+measured), so a run can be split over several invocations: ``--resume`` skips
+the datasets already there, and the table always covers every row of the log.
+Without ``--resume`` the log is started afresh.
 """
 
 from __future__ import annotations
@@ -67,11 +73,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-limit", type=float, default=16384.0, help="MiB of search graph (default 16384)")
     p.add_argument("--n-jobs", type=int, default=1, help="datasets run at once (default 1)")
     p.add_argument("--out", default=str(RESULTS / "maptree_certify"))
+    p.add_argument("--resume", action="store_true",
+                   help="keep <out>.jsonl and run only the datasets not in it yet")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
         worker(a.worker, a.time_limit, a.memory_limit)
         return 0
+    out = Path(a.out)
+    log = out.with_suffix(".jsonl")
+    meta = machine_info()
+    done: dict[str, dict] = {}
+    if a.resume and log.exists():
+        for line in log.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done[r["dataset"]] = r
+    else:
+        log.write_text("")
+    todo = [d for d in a.datasets if d not in done]
+    print(f"{len(todo)} dataset(s) to run, {len(done)} already in {log.name}", file=sys.stderr, flush=True)
+
     def run_one(name: str) -> dict:
         cmd = [sys.executable, __file__, "--worker", name, "--time-limit", repr(a.time_limit),
                "--memory-limit", repr(a.memory_limit)]
@@ -82,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: failed: {row['error']}", file=sys.stderr, flush=True)
             return row
         r = json.loads(lines[-1])
+        r["git"] = meta["git"]
+        with open(log, "a") as fh:
+            fh.write(json.dumps(r) + "\n")
         print(f"{name}: certified={r['certified']} gap={r['gap']:.3f} time={r['time_s']:.1f}s "
               f"stop={r['stop_reason']} graph={r['graph_peak_mib']:.0f} MiB", file=sys.stderr, flush=True)
         return r
@@ -89,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     # Each dataset in its own process; --n-jobs of them at once (each search is single-threaded,
     # so on a 2-core machine two run side by side; give each half the memory).
     with ThreadPoolExecutor(max_workers=a.n_jobs) as pool:
-        rows = list(pool.map(run_one, a.datasets))
-    out = Path(a.out)
+        fresh = list(pool.map(run_one, todo))
+    by_name = done | {r["dataset"]: r for r in fresh}
+    order = [d for d in CP4IM if d in by_name] + sorted(d for d in by_name if d not in CP4IM)
+    rows = [by_name[d] for d in order]
     keys = [k for k in rows[0]] if rows else []
     for r in rows:
         keys += [k for k in r if k not in keys]
@@ -98,13 +125,15 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    meta = machine_info()
     ok = [r for r in rows if "certified" in r]
+    commits = sorted({r.get("git", "?") for r in ok})
     n_cert = sum(r["certified"] for r in ok)
     lines = [
         f"# MAPTree certificates within {a.time_limit:g} s per dataset", "",
         f"Run {meta['date']} on {meta['machine']}; python {meta['python']}, numpy {meta['numpy']}, "
-        f"arboretum git {meta['git']}. A fresh process per dataset, {a.n_jobs} at a time.",
+        f"arboretum git {', '.join(commits)} (the rows' sources; `{log.name}` gives each row's). "
+        f"A fresh process per dataset, {a.n_jobs} at a time in the last invocation"
+        + (f" ({len(done)} of the {len(rows)} rows come from earlier invocations, `--resume`)." if done else "."),
         f"Command: `python benchmarks/maptree_certify.py --time-limit {a.time_limit:g} "
         f"--memory-limit {a.memory_limit:g} --n-jobs {a.n_jobs}`. Prior alpha=0.95, beta=0.5, rho=(2.5, 2.5); full data.", "",
         "`gap` = bound minus incumbent log posterior (nats; 0 when certified). `graph` = peak size of the "
