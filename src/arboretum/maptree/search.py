@@ -33,9 +33,10 @@ __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
 #: Iterations each target gets in the first round of a focused search (see AndOrSearch.run).
 FOCUS_BUDGET = 64
 #: Share of a focused round's iterations spent on the incumbent's subproblems; the root gets the rest.
-#: Measured (benchmarks/results/README.md): 1.0 finds the same 60 s trees but slows certificates
-#: (lymph 77 s instead of 66 s, bounds after 600 s 1-20 nats lower); 0.5 and 0.25 certify lymph as fast
-#: as the plain search and 0.5 gave the highest 60 s bounds on mushroom, kr-vs-kp, soybean and splice-1.
+#: Chosen by measurement (commit 3b6bd55): a share of 1.0 found the same 60 s trees but slowed
+#: certificates (lymph 77 s instead of 66 s; bounds after 600 s 1-20 nats lower on the uncertified
+#: datasets); with 0.5 or 0.25 lymph certified in 69 s side by side, and 0.5 gave the highest 60 s
+#: bounds on mushroom, kr-vs-kp, soybean and splice-1.
 FOCUS_SHARE = 0.5
 
 _OR_FIELDS = (
@@ -394,9 +395,9 @@ class AndOrSearch:
         (expansions or probes) of best-first search whose descents start at
         that node, and ``budget`` doubles every round (starting at
         ``FOCUS_BUDGET``).  The root gets as many iterations as the round's
-        subproblems together (``FOCUS_SHARE``), so the bound keeps rising at
-        least half as fast as in the plain search.  Solving a subproblem of the incumbent puts its
-        optimal subtree in place, so the incumbent improves far sooner than
+        subproblems together (``FOCUS_SHARE``): half of the work goes to
+        the plain search from the root.  Solving a subproblem of the
+        incumbent puts its optimal subtree in place, so the incumbent improves far sooner than
         when every descent starts at the root, and the subproblems' solved
         bounds raise the root's bound too.  Only nodes of the same graph are
         expanded and every bound is propagated to all ancestors, so the
@@ -655,7 +656,9 @@ class AndOrSearch:
             fresh_lb = min([leaf[o]] + list(pen + lb[self.and_child0[a]] + lb[self.and_child1[a]]))
             fresh_ub = min([leaf[o]] + list(pen + ub[self.and_child0[a]] + ub[self.and_child1[a]]))
             # Equal up to rounding: the kernels add the same three terms in another order.
-            assert ub[o] == fresh_ub or abs(ub[o] - fresh_ub) <= tol[o], f"INV-UB violated at OR node {o}: {ub[o]} != {fresh_ub}"
+            assert ub[o] == fresh_ub or abs(ub[o] - fresh_ub) <= tol[o], (
+                f"INV-UB violated at OR node {o}: {ub[o]} != {fresh_ub}"
+            )
             assert lb[o] >= fresh_lb - tol[o], f"INV-LB violated at OR node {o}: {lb[o]} < {fresh_lb}"
 
 
