@@ -33,10 +33,11 @@ __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
 #: Iterations each target gets in the first round of a focused search (see AndOrSearch.run).
 FOCUS_BUDGET = 64
 #: Share of a focused round's iterations spent on the incumbent's subproblems; the root gets the rest.
-#: Chosen by measurement (commit 3b6bd55): a share of 1.0 found the same 60 s trees but slowed
-#: certificates (lymph 77 s instead of 66 s; bounds after 600 s 1-20 nats lower on the uncertified
-#: datasets); with 0.5 or 0.25 lymph certified in 69 s side by side, and 0.5 gave the highest 60 s
-#: bounds on mushroom, kr-vs-kp, soybean and splice-1.
+#: The trade-off: the subproblems improve the tree, only the root's work tightens the bound.  A share
+#: of 1.0 slowed certificates (lymph 77 s instead of 66 s) and left the 600 s bounds 1-20 nats weaker.
+#: At 60 s, 0.5 and 0.25 found the same trees as 1.0 on mushroom, kr-vs-kp, soybean and splice-1; their
+#: bounds were weaker than the plain search's by 1.3-7.5 nats (0.5) and 0.3-5.3 nats (0.25), so a
+#: smaller share may be the better default; the committed tables measure 0.5.
 FOCUS_SHARE = 0.5
 
 _OR_FIELDS = (
