@@ -99,7 +99,8 @@ def test_spec_fixtures(row):
         # h'(root) = min(exact leaf cost, perfect-split term + E(0, n)) >= the paper's h(root).
         counts = np.bincount(y, minlength=2)
         pure = sum(log_dirichlet_multinomial(counts[k] * np.eye(2)[k], row.rho) for k in range(2))
-        ext = s.ext[0, min(len(y), s.ext.shape[1] - 1)]
+        E, logv = s.ext
+        ext = E[0, min(len(y), E.shape[1] - 1)] + logv[len(y)]
         split_term = -ChipmanPrior(row.alpha, row.beta).log_p_split(0) - pure + ext
         assert s.lower_bound == pytest.approx(min(row.root_leaf_cost, split_term), abs=1e-6)
         assert s.lower_bound >= row.h_root - 1e-6
@@ -224,16 +225,61 @@ def test_subtree_prior_bounds(gmax):
     prior = ChipmanPrior(0.95, 0.5)
     depths = np.arange(12)
     lps, lpst = np.asarray(prior.log_p_split(depths)), np.asarray(prior.log_p_stop(depths))
-    E = K.subtree_prior_bounds(lps, lpst, gmax, 60)
+    logv = K.split_count_bounds(np.full(64, gmax))  # 64 groups of gmax identical rows
+    E = K.subtree_prior_bounds(lps, lpst, gmax, 60, logv)
     assert np.all(np.diff(E, axis=1) >= 0) and np.all(E >= 0) and np.all(E[-1] == 0)
     assert np.all(E[:, : 2 * gmax + 1] == 0)  # two sides of <= gmax samples may both be leaves of cost 0
-    # 2 gmax + 1 samples: best is gmax + 1 (splittable; its own split may have two sides of
-    # cost 0) and gmax (cost 0), so E = T[d + 1, gmax + 1] = min(leaf prior, split prior).
+    # 2 gmax + 1 samples: best is gmax + 1 (splittable, 2 distinct rows so |V| >= 1; its own
+    # split may have two sides of cost 0) and gmax (cost 0), so E = T[d + 1, gmax + 1].
     d = np.arange(10)
+    assert logv[gmax + 1] == 0.0
     assert E[d, 2 * gmax + 1] == pytest.approx(np.minimum(-lpst[d + 1], -lps[d + 1]))
-    # A large node: one side saturates at min(leaf, split + E) one level down.
-    sat = np.minimum(-lpst[d + 1], -lps[d + 1] + E[d + 1, 59])
+    # A large node: one side saturates at min(leaf, split + logv + E) one level down.
+    sat = np.minimum(-lpst[d + 1], -lps[d + 1] + logv[59] + E[d + 1, 59])
     assert E[d, 60] == pytest.approx(sat)
+    # Without the split-count bound the table is never stronger; with a prior that splits
+    # readily (leaves dear, splits cheap) it is weaker.
+    E0 = K.subtree_prior_bounds(lps, lpst, gmax, 60, np.zeros_like(logv))
+    assert np.all(E0 <= E)
+    eager = ChipmanPrior(0.999, 0.1)
+    lps, lpst = np.asarray(eager.log_p_split(depths)), np.asarray(eager.log_p_stop(depths))
+    E = K.subtree_prior_bounds(lps, lpst, gmax, 60, logv)
+    E0 = K.subtree_prior_bounds(lps, lpst, gmax, 60, np.zeros_like(logv))
+    assert np.all(E0 <= E) and np.any(E0 < E)
+
+
+def test_split_count_bounds_hand_values():
+    """logv[m] = log ceil(log2 k(m)), k(m) the fewest distinct rows m samples can have."""
+    from arboretum.maptree import _kernels as K
+
+    logv = K.split_count_bounds(np.ones(20, dtype=np.int64))  # all rows distinct: k(m) = m
+    want = [0, 0, 0, np.log(2), np.log(2), np.log(3), np.log(3), np.log(3), np.log(3), np.log(4)]
+    assert logv[:10] == pytest.approx(want)
+    assert logv[16] == pytest.approx(np.log(4)) and logv[17] == pytest.approx(np.log(5))
+    # Groups of 5, 1, 1, 1, ...: up to 5 samples may share a row, 6 need 2 rows, 7 need 3.
+    logv = K.split_count_bounds(np.array([1, 5, 1, 1, 1, 1]))
+    assert logv[:8] == pytest.approx([0, 0, 0, 0, 0, 0, 0, np.log(2)])
+    assert logv.shape == (11,) and np.all(np.diff(logv) >= 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_count_bound_holds_on_every_subset(seed):
+    """|V(I)| >= exp(logv[|I|]) for random subsets I (with duplicate rows) that have a valid split."""
+    from arboretum.maptree import _kernels as K
+
+    rng = np.random.default_rng(seed)
+    n, f = int(rng.integers(8, 60)), int(rng.integers(2, 9))
+    X = rng.random((n, f)) < rng.uniform(0.2, 0.8)
+    X[rng.integers(0, n, n // 3)] = X[rng.integers(0, n, n // 3)]  # duplicates
+    _, sizes = np.unique(X, axis=0, return_counts=True)
+    logv = K.split_count_bounds(sizes)
+    assert logv.shape == (n + 1,)
+    for _ in range(300):
+        members = rng.random(n) < rng.uniform(0.05, 1.0)
+        Xi = X[members]
+        nv = int(np.sum(Xi.any(axis=0) & ~Xi.all(axis=0)))
+        if nv > 0:
+            assert np.log(nv) >= logv[members.sum()] - 1e-12
 
 
 def test_subtree_prior_table_is_capped():
@@ -242,8 +288,9 @@ def test_subtree_prior_table_is_capped():
     X = np.repeat(rng.random((3, 200)) < 0.5, 1500, axis=0)
     y = rng.integers(0, 2, X.shape[0])
     s = AndOrSearch(X, y, 2)
-    assert s.gmax == 1500 and s.ext.shape == (64, 1025)
-    assert np.all(np.diff(s.ext, axis=1) >= 0)
+    E, logv = s.ext
+    assert s.gmax == 1500 and E.shape == (64, 1025) and logv.shape == (4501,)
+    assert np.all(np.diff(E, axis=1) >= 0)
 
 
 @pytest.mark.parametrize("size", [40, 150, 900])

@@ -273,19 +273,20 @@ def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, ext):
     """Classification: the Perfect Split term ``-log p_split(d) - sum_k log
     l(c_k e_k)`` (proof in :func:`new_or_node`).  Regression:
     ``-log p_split(d) + max(B[n], L0[n] + q)``, proved in
-    :func:`arboretum.bayes.nig_bound_tables`.  Both plus ``E(d, m)``, the least
-    prior cost of the two subtrees below a split of ``m`` samples
-    (:func:`subtree_prior_bounds`, which proves it)."""
+    :func:`arboretum.bayes.nig_bound_tables`.  Both plus ``logv(m) + E(d, m)``
+    (:func:`_split_prior`): a lower bound on ``log|V(I)|`` (:func:`split_count_bounds`) and the
+    least prior cost of the two subtrees below a split of ``m`` samples
+    (:func:`subtree_prior_bounds`); each function proves its part."""
     if is_regression_model(model.types):
 
         def nig(model, or_counts, or_stats, node, d, m, log_ps, ext):
             row = or_stats[node]
             rtab = model[1]
             k = np.int64(row[0] + 0.5)
-            return -log_ps[d] + _ext(ext, d, m) + max(rtab[0, k], rtab[1, k] + row[3])
+            return -log_ps[d] + _split_prior(ext, d, m) + max(rtab[0, k], rtab[1, k] + row[3])
 
         return nig
-    return lambda model, or_counts, or_stats, node, d, m, log_ps, ext: _ext(ext, d, m) - _split_term(
+    return lambda model, or_counts, or_stats, node, d, m, log_ps, ext: _split_prior(ext, d, m) - _split_term(
         or_counts[node], d, model[1], model[2], log_ps
     )
 
@@ -293,15 +294,60 @@ def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, ext):
 @njit(cache=True, inline="always")
 def _ext(ext, d, m):
     """``E(d, m)`` from the table of :func:`subtree_prior_bounds` (constant past its last column;
-    0, a valid bound, past its last row)."""
-    if d >= ext.shape[0]:
+    0, a valid bound, past its last row).  ``ext = (E, logv)`` holds the two prior-bound tables."""
+    E = ext[0]
+    if d >= E.shape[0]:
         return 0.0
-    last = ext.shape[1] - 1
-    return ext[d, m if m < last else last]
+    last = E.shape[1] - 1
+    return E[d, m if m < last else last]
+
+
+@njit(cache=True, inline="always")
+def _split_prior(ext, d, m):
+    """``logv(m) + E(d, m)``: a lower bound on the prior cost of every split of a node of ``m``
+    samples at depth ``d`` beyond its ``-log p_split(d)``, i.e. on ``log|V(I)|`` (see
+    :func:`split_count_bounds`) plus the prior terms of the two subtrees below it."""
+    logv = ext[1]
+    last = logv.shape[0] - 1
+    return logv[m if m < last else last] + _ext(ext, d, m)
+
+
+def split_count_bounds(group_sizes: np.ndarray) -> np.ndarray:
+    """Table ``logv[m]`` (``m = 0 .. n``): ``log`` of a lower bound on ``|V(I)|``, the number of
+    valid splits of any node of ``m`` samples that has a valid split.
+
+    Proof.  A feature outside ``V(I)`` takes one value on all of ``I``, so the
+    rows of ``I`` differ only in the ``|V(I)|`` valid coordinates and ``I`` holds
+    at most ``2 ** |V(I)|`` distinct feature rows; hence
+    ``|V(I)| >= ceil(log2 r(I))`` with ``r(I)`` the number of distinct rows in
+    ``I``.  The samples of ``I`` sharing one row are a subset of that row's group
+    in the training data, so ``I`` holds at least ``k(m)`` distinct rows, the
+    least ``k`` whose ``k`` largest groups hold ``m`` samples together
+    (``k(m) >= ceil(m / gmax)``).  So ``log|V(I)| >= log ceil(log2 k(m))``
+    whenever ``k(m) >= 2``; otherwise ``|V(I)| >= 1`` (the node has a valid
+    split) and ``logv = 0``.  ``logv`` is non-decreasing in ``m``.
+
+    The split edge of a node costs ``-log p_split(d) + log|V(I)|``; the
+    Perfect Split heuristic (spec §2.7) drops ``log|V(I)|``, which is 2-2.6 nats
+    for nodes of hundreds or thousands of distinct rows.
+
+    ``group_sizes`` are the sizes of the groups of identical feature rows
+    (sample counts, not weights: ``m`` is always a number of samples).
+    """
+    sizes = np.sort(np.asarray(group_sizes, dtype=np.int64))[::-1]
+    cover = np.cumsum(sizes)  # cover[k - 1] = samples in the k largest groups
+    m = np.arange(int(cover[-1]) + 1)
+    k = np.searchsorted(cover, m, side="left") + 1  # least k with cover[k - 1] >= m
+    many = k >= 2
+    # ceil(log2 k) = bit length of k - 1, read exactly off frexp's exponent.
+    bits = np.frexp((k[many] - 1).astype(np.float64))[1]
+    out = np.zeros(m.shape[0], dtype=np.float64)
+    out[many] = np.log(bits)
+    return out
 
 
 @njit(cache=True)
-def subtree_prior_bounds(log_ps, log_pstop, gmax, M):
+def subtree_prior_bounds(log_ps, log_pstop, gmax, M, logv):
     """Table ``E[d, m]`` (``m = 0 .. M``): a lower bound on the prior cost of the two subtrees
     below any split of a node of ``m`` samples at depth ``d``.
 
@@ -320,16 +366,18 @@ def subtree_prior_bounds(log_ps, log_pstop, gmax, M):
     samples at depth ``d`` is at least
 
         T[d, m] = 0                                                  if m <= gmax,
-                = min( -log(1 - p_split(d)),  -log p_split(d) + E[d, m] )   otherwise,
+                = min( -log(1 - p_split(d)),  -log p_split(d) + logv[m] + E[d, m] )   otherwise,
 
         E[d, m] = min over 1 <= m0 < m of T[d+1, m0] + T[d+1, m - m0],
 
-    dropping ``log|V| >= 0``; a split sends ``m0 >= 1`` samples to one side and
-    the rest to the other, whatever the feature.  At the deepest tabulated depth
+    with ``logv[m] <= log|V|`` for every splittable node of ``m`` samples
+    (:func:`split_count_bounds`); a split sends ``m0 >= 1`` samples to one side
+    and the rest to the other, whatever the feature.  At the deepest tabulated depth
     ``T = E = 0``.  ``T`` and ``E`` are non-decreasing in ``m`` (induction on
     the depth: for ``m' > m`` every split ``(m0', m' - m0')`` dominates the split
     ``(min(m0', m - 1), max(m - m0', 1))`` of ``m`` side by side), so
-    ``E[d, M]`` bounds every ``m > M`` and the table can stop at ``M``.  It
+    ``E[d, M]`` bounds every ``m > M`` and the table can stop at ``M`` (``logv``
+    is non-decreasing too).  It
     saturates after a few multiples of ``gmax``.
     """
     D = log_ps.shape[0]
@@ -344,7 +392,7 @@ def subtree_prior_bounds(log_ps, log_pstop, gmax, M):
                     e = v
             E[d, m] = e
             if m > gmax:
-                T[d, m] = min(-log_pstop[d], -log_ps[d] + e)
+                T[d, m] = min(-log_pstop[d], -log_ps[d] + logv[min(m, logv.shape[0] - 1)] + e)
     return E
 
 
@@ -352,10 +400,11 @@ def subtree_prior_bounds(log_ps, log_pstop, gmax, M):
 def _sized_bound(counts_row, d, m, G, Gsum, lconst, log_ps, log_pstop, ext, gmax):
     """A lower bound on the value of a node of ``m`` samples with class counts ``counts_row`` at
     depth ``d`` whose valid splits are unknown: the Perfect Split heuristic (spec §2.7) with
-    ``E(d, m)`` added to its split term, and the leaf prior ``p_leaf = 1 - p_split(d)`` when
-    ``m > gmax`` (the node then has a valid split; see :func:`subtree_prior_bounds`)."""
+    ``logv(m) + E(d, m)`` added to its split term (:func:`_split_prior`), and the leaf prior
+    ``p_leaf = 1 - p_split(d)`` when ``m > gmax`` (the node then has a valid split; see
+    :func:`subtree_prior_bounds`)."""
     nll = -_log_lik(counts_row, G, Gsum, lconst)
-    split = _ext(ext, d, m) - _split_term(counts_row, d, G, Gsum, log_ps)
+    split = _split_prior(ext, d, m) - _split_term(counts_row, d, G, Gsum, log_ps)
     leaf = nll - log_pstop[d] if m > gmax else nll
     return min(leaf, split)
 
@@ -396,15 +445,17 @@ def new_or_node(
 
     Classification: the split bound is the *splittable* Perfect Split term,
 
-        h'(o) = min( -log(1 - p_split(d)) - log l(c),  -log p_split(d) + E(d, m) - sum_k log l(c_k e_k) ),
+        h'(o) = min( -log(1 - p_split(d)) - log l(c),
+                     -log p_split(d) + logv(m) + E(d, m) - sum_k log l(c_k e_k) ),
 
-    with ``m`` the node's number of samples and ``E`` the least prior cost of
-    the two subtrees below a split (:func:`subtree_prior_bounds`).
+    with ``m`` the node's number of samples, ``logv(m) <= log|V(I)|``
+    (:func:`split_count_bounds`) and ``E`` the least prior cost of the two
+    subtrees below a split (:func:`subtree_prior_bounds`).
 
     Proof of admissibility (h' <= val(o)): val(o) is the minimum of the leaf
     cost, which is exactly the first term because V(I) is not empty, and of
     ``-log p_split(d) + log|V(I)| + val(o_0) + val(o_1)`` over the splits.  For
-    any split, ``log|V| >= 0``; every child value is its subtree's prior terms,
+    any split, ``log|V| >= logv(m)``; every child value is its subtree's prior terms,
     together at least ``E(d, m)`` for the two children, plus the ``-log l(c_L)``
     of its leaves; each is at least ``sum_k -log l(c_Lk e_k)`` by Lemma 13, and
     by Lemma 14 (superadditivity of pure likelihoods) these sum over all the
@@ -710,8 +761,8 @@ def _probe2(
 
     raised to the child's LB in the graph when the child is stored already.
     ``h`` is :func:`_sized_bound`, the Perfect Split heuristic of spec §2.7
-    (no ``log|V|``) with the prior bound ``E`` of :func:`subtree_prior_bounds`
-    added to its split term, admissible for every node.
+    with the prior bounds ``logv + E`` of :func:`split_count_bounds` and
+    :func:`subtree_prior_bounds` added to its split term, admissible for every node.
 
     Cost control: the sample counts of every pair of valid features give each
     child's ``V(I_fs)`` and a cheap bound ``cheap(I_fs) = min(leaf,

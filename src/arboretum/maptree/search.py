@@ -185,14 +185,18 @@ class AndOrSearch:
         depths = np.arange(F + 2)
         self.log_ps = np.asarray(prior.log_p_split(depths), dtype=np.float64)
         self.log_pstop = np.asarray(prior.log_p_stop(depths), dtype=np.float64)
-        # Least prior cost below a split (K.subtree_prior_bounds): nodes of more than gmax samples
-        # are splittable.  The table saturates after a few multiples of gmax; it is capped at 64
-        # depths and 1024 sizes (O(depths * sizes^2) to build), beyond which weaker values are used.
+        # Prior bounds of the split terms: logv[m] <= log|V(I)| for a splittable node of m samples
+        # (K.split_count_bounds), and E[d, m], the least prior cost below a split
+        # (K.subtree_prior_bounds): nodes of more than gmax samples are splittable.  E saturates
+        # after a few multiples of gmax; it is capped at 64 depths and 1024 sizes (O(depths *
+        # sizes^2) to build), beyond which weaker values are used.
         self.gmax = int(group_sizes.max())
         rows = min(F + 2, 64)
-        self.ext = K.subtree_prior_bounds(
-            self.log_ps[:rows], self.log_pstop[:rows], self.gmax, min(n, 32 * (self.gmax + 1), 1024)
+        logv = K.split_count_bounds(group_sizes)
+        E = K.subtree_prior_bounds(
+            self.log_ps[:rows], self.log_pstop[:rows], self.gmax, min(n, 32 * (self.gmax + 1), 1024), logv
         )
+        self.ext = (E, logv)
         with np.errstate(divide="ignore"):
             self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
         W = self.M1.shape[1]
