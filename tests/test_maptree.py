@@ -339,7 +339,9 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
         s.run(max_expansions=int(rng.integers(1, 6)))
         oracle = BCARTOracle(Xo, yo, alpha=0.95, beta=0.5, rho=[1.5] * n_classes)
         rows = np.repeat(np.arange(n), w) if weighted else np.arange(n)
-        for o, members in _node_subsets(s, X).items():
+        subsets = _node_subsets(s, X)
+        stored = {(int(s.or_depth[o]), m.tobytes()): o for o, m in subsets.items()}
+        for o, members in subsets.items():
             if s.or_expanded[o]:
                 continue
             words = pack_rows_mask(members)
@@ -359,8 +361,35 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
             two_leaves = oracle.split_penalty(oracle.subset_mask(np.flatnonzero(members[rows])), depth) + sum(
                 oracle.leaf_cost(oracle.subset_mask(np.flatnonzero(m[rows])), depth + 1) for m in (left, right))
             assert exact - 1e-9 <= u1 <= two_leaves + 1e-9
+            # The depth-1 probe looks up only the splits that can attain the minimum; its LB is
+            # still exactly the expansion's: pen + min over valid f of the children's stored LB
+            # (or creation bound when not stored).
+            assert p1 == pytest.approx(_expansion_lb(s, K, X, o, members, stored), abs=1e-12)
             checked += 1
     assert checked > 100
+
+
+def _expansion_lb(s, K, X, o, members, stored):
+    """What expanding ``o`` would make its LB, computed split by split in Python."""
+    d = int(s.or_depth[o])
+    tmp = int(s.counters[K.C_N_OR])
+    leaf = -s.log_pstop[d] + (-K._log_lik(s.or_counts[o], s.G, s.Gsum, s.lconst))
+    valid = [f for f in range(X.shape[1]) if 0 < X[members, f].sum() < members.sum()]
+    best = np.inf
+    for f in valid:
+        pair = 0.0
+        for side in (0, 1):
+            child = members & (X[:, f] == side)
+            key = (d + 1, child.tobytes())
+            if key in stored:
+                pair += s.or_lb[stored[key]]
+            else:
+                lb, _ = K._creation_bound(s.model, pack_rows_mask(child), int(child.sum()), s.row_group,
+                                          s.group_masks, s.or_counts, s.or_stats, tmp, d + 1, s.log_ps,
+                                          s.log_pstop, s.ext, False)
+                pair += lb
+        best = min(best, pair)
+    return min(leaf, -s.log_ps[d] + np.log(len(valid)) + best)
 
 
 @pytest.mark.parametrize("name", ["hepatitis", "primary-tumor"])

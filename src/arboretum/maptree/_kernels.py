@@ -647,6 +647,18 @@ def _probe(
     memory; the node is expanded only when the search comes back to it.
     The statistics of a child not yet in the graph go to the scratch row
     ``counters[C_N_OR]`` (the next free slot; the caller guarantees room).
+
+    Cost: hashing a child's sample set to look it up costs about three times
+    its class counts, so the probe first computes every child's creation
+    bounds without hashing, then looks up the children of the splits in
+    increasing order of their creation pair ``h'(o_f0) + h'(o_f1)``, stopping
+    at the first split whose creation pair is at least the best pair found.
+    The LB is exactly the one described above: a stored child's LB is its
+    creation bound raised since, so a split not looked up cannot attain the
+    minimum.  The UB is the best of the looked-up pairs and of the two-leaf
+    trees of every split (a stored child's UB is at most its leaf cost, so a
+    split not looked up may be reported dearer than its stored children make
+    it; the UB is still the cost of a real tree).
     """
     F, W = M1.shape
     d = or_depth[o]
@@ -654,45 +666,72 @@ def _probe(
     valid_f = np.empty(F, np.int32)
     n1_buf = np.empty(F, np.int32)
     n, nv = _valid_splits(words, M1, valid_f, n1_buf)
-    best = np.inf
-    best_ub = np.inf
-    best_f = -1
+    leaf = -log_pstop[d] + _leaf_nll(model, or_counts, or_stats, o)
+    if nv == 0:
+        return leaf, np.inf, -1
+    # Pass 1: every split's creation bounds, without hashing: side s of split j gets
+    # h'(o_fs) = lbs[j, s] and the creation UB ubs[j, s] (its leaf cost, or +inf).  A stored
+    # child's LB is at least its creation bound (the same h' when it was created, raised since)
+    # and its UB at most its leaf cost, so lbs[j, 0] + lbs[j, 1] <= the split's pair in the graph.
+    lbs = np.empty((nv, 2))
+    ubs = np.empty((nv, 2))
     for j in range(nv):
         f = valid_f[j]
-        n1 = n1_buf[j]
+        for side in range(2):
+            if side == 1:
+                for w in range(W):
+                    scratch[w] = words[w] & M1[f, w]
+                total = n1_buf[j]
+            else:
+                for w in range(W):
+                    scratch[w] = words[w] & ~M1[f, w]
+                total = n - n1_buf[j]
+            lbs[j, side], ubs[j, side] = _creation_bound(
+                model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
+                log_ps, log_pstop, ext, ub_inf,
+            )
+    cb = lbs[:, 0] + lbs[:, 1]
+    # Pass 2: look the children up in the graph (two hashes a split, most of a probe's cost), in
+    # increasing cb and only while cb is below the best pair found: no later split can be the
+    # minimum.  The upper bound is the best of the two-leaf trees and of the looked-up pairs.
+    best = np.inf
+    best_j = -1
+    best_ub = np.inf
+    for j in range(nv):
+        u = ubs[j, 0] + ubs[j, 1]
+        if u < best_ub:
+            best_ub = u
+            best_j = j
+    order = np.argsort(cb)
+    for r in range(nv):
+        j = order[r]
+        if cb[j] >= best:
+            break
+        f = valid_f[j]
         pair = 0.0
         pair_ub = 0.0
         for side in range(2):
             if side == 1:
                 for w in range(W):
                     scratch[w] = words[w] & M1[f, w]
-                total = n1
             else:
                 for w in range(W):
                     scratch[w] = words[w] & ~M1[f, w]
-                total = n - n1
             h1, h2 = hash_words(scratch)
             child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child >= 0:
                 pair += or_lb[child]
                 pair_ub += or_ub[child]
             else:
-                lbc, ubc = _creation_bound(
-                    model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
-                    log_ps, log_pstop, ext, ub_inf,
-                )
-                pair += lbc
-                pair_ub += ubc
+                pair += lbs[j, side]
+                pair_ub += ubs[j, side]
         if pair < best:
             best = pair
         if pair_ub < best_ub:
             best_ub = pair_ub
-            best_f = f
-    leaf = -log_pstop[d] + _leaf_nll(model, or_counts, or_stats, o)
-    if nv == 0:
-        return leaf, np.inf, -1
+            best_j = j
     pen = -log_ps[d] + log_int[nv]
-    return min(leaf, pen + best), pen + best_ub, best_f
+    return min(leaf, pen + best), pen + best_ub, (valid_f[best_j] if best_j >= 0 else -1)
 
 
 @njit(cache=True)
