@@ -607,11 +607,58 @@ def _creation_bound(
     """The (LB, UB) :func:`new_or_node` would give a new node with sample set ``words`` at
     depth ``d``; its statistics go to the scratch row ``tmp``."""
     _node_stats(model, words, or_counts, or_stats, tmp)
-    nll = _leaf_nll(model, or_counts, or_stats, tmp)
+    return _bounds_from_stats(
+        model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ext, ub_inf
+    )
+
+
+@njit(cache=True)
+def _bounds_from_stats(
+    model, words, total, row_group, group_masks, or_counts, or_stats, row, d, log_ps, log_pstop, ext, ub_inf
+):
+    """:func:`_creation_bound` for a node whose statistics are in row ``row`` already (``words`` is
+    read only when the node has more than one sample and the data have duplicate rows)."""
+    nll = _leaf_nll(model, or_counts, or_stats, row)
     if _no_split(words, total, row_group, group_masks):
         return nll, nll
     leaf = -log_pstop[d] + nll
-    return min(leaf, _split_bound(model, or_counts, or_stats, tmp, d, total, log_ps, ext)), (np.inf if ub_inf else leaf)
+    return min(leaf, _split_bound(model, or_counts, or_stats, row, d, total, log_ps, ext)), (np.inf if ub_inf else leaf)
+
+
+def _sibling_stats(model, words, or_counts, or_stats, parent, first, out):  # pragma: no cover
+    """Write into row ``out`` the statistics of the sample set ``words``, the samples of node
+    ``parent`` that are not in the set whose statistics are in row ``first``."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@overload(_sibling_stats, inline="always")
+def _sibling_stats_impl(model, words, or_counts, or_stats, parent, first, out):
+    """Classification: the parent's integer class counts minus the other side's (exact, and
+    ``words`` is not read).  Regression: summed from ``words`` (a difference of float sums
+    would not equal the sums a stored node gets)."""
+    if is_regression_model(model.types):
+
+        def direct(model, words, or_counts, or_stats, parent, first, out):
+            _node_stats(model, words, or_counts, or_stats, out)
+
+        return direct
+
+    def difference(model, words, or_counts, or_stats, parent, first, out):
+        for k in range(or_counts.shape[1]):
+            or_counts[out, k] = or_counts[parent, k] - or_counts[first, k]
+
+    return difference
+
+
+def _sibling_reads_words(model):  # pragma: no cover
+    """Whether :func:`_sibling_stats` reads its ``words`` argument (a compile-time constant)."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@overload(_sibling_reads_words, inline="always")
+def _sibling_reads_words_impl(model):
+    reads = is_regression_model(model.types)
+    return lambda model: reads
 
 
 @njit(cache=True)
@@ -645,8 +692,9 @@ def _probe(
     ``2|V(I)|`` OR and ``|V(I)|`` AND nodes that are never looked at again.  A
     probe raises the LB at the price of the expansion's counting work and no
     memory; the node is expanded only when the search comes back to it.
-    The statistics of a child not yet in the graph go to the scratch row
-    ``counters[C_N_OR]`` (the next free slot; the caller guarantees room).
+    The statistics of a child not yet in the graph go to the scratch rows
+    ``counters[C_N_OR]`` and the one after it (free slots; the caller
+    guarantees room for ``2 F`` more nodes).
 
     Cost: hashing a child's sample set to look it up costs about three times
     its class counts, so the probe first computes every child's creation
@@ -673,23 +721,28 @@ def _probe(
     # h'(o_fs) = lbs[j, s] and the creation UB ubs[j, s] (its leaf cost, or +inf).  A stored
     # child's LB is at least its creation bound (the same h' when it was created, raised since)
     # and its UB at most its leaf cost, so lbs[j, 0] + lbs[j, 1] <= the split's pair in the graph.
+    # The x_f = 0 side's statistics are the node's minus the x_f = 1 side's (classification), so
+    # its sample set is built only when something reads it (duplicate rows, or regression).
     lbs = np.empty((nv, 2))
     ubs = np.empty((nv, 2))
+    dups = group_masks.shape[0] > 0
     for j in range(nv):
         f = valid_f[j]
-        for side in range(2):
-            if side == 1:
-                for w in range(W):
-                    scratch[w] = words[w] & M1[f, w]
-                total = n1_buf[j]
-            else:
-                for w in range(W):
-                    scratch[w] = words[w] & ~M1[f, w]
-                total = n - n1_buf[j]
-            lbs[j, side], ubs[j, side] = _creation_bound(
-                model, scratch, total, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
-                log_ps, log_pstop, ext, ub_inf,
-            )
+        n1 = n1_buf[j]
+        for w in range(W):
+            scratch[w] = words[w] & M1[f, w]
+        lbs[j, 1], ubs[j, 1] = _creation_bound(
+            model, scratch, n1, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
+            log_ps, log_pstop, ext, ub_inf,
+        )
+        if _sibling_reads_words(model) or (dups and n - n1 > 1):
+            for w in range(W):
+                scratch[w] = words[w] & ~M1[f, w]
+        _sibling_stats(model, scratch, or_counts, or_stats, o, tmp, tmp + 1)
+        lbs[j, 0], ubs[j, 0] = _bounds_from_stats(
+            model, scratch, n - n1, row_group, group_masks, or_counts, or_stats, tmp + 1, d + 1,
+            log_ps, log_pstop, ext, ub_inf,
+        )
     cb = lbs[:, 0] + lbs[:, 1]
     # Pass 2: look the children up in the graph (two hashes a split, most of a probe's cost), in
     # increasing cb and only while cb is below the best pair found: no later split can be the
