@@ -12,7 +12,7 @@ An experiment is a module of :mod:`benchmarks.experiments` with
   writes the figure (PNG) and the Markdown summary from all rows.
 
 Every finished job is appended at once to ``<stem>.jobs.jsonl`` (one line per
-job: its key and its rows), so an interrupted run loses nothing and a rerun
+job: its key, its time, the git commit of the sources it ran and its rows), so an interrupted run loses nothing and a rerun
 only does the jobs still missing.  The CSV ``<stem>.csv`` is rewritten from
 that log at the end, then ``summarize`` is called.
 """
@@ -209,10 +209,11 @@ def run_experiment(
             f" already done, running {len(todo)} on {where}")
         t0 = time.perf_counter()
         results = _dask(exp.run_job, todo, dask) if dask else _local(exp.run_job, todo, n_jobs)
+        commit = machine_info()["git"]  # the sources every job of this run measures
         with log_path.open("a") as fh:
             for i, (job, rows, seconds) in enumerate(results, 1):
                 key = job_key(job)
-                fh.write(json.dumps({"key": key, "seconds": seconds, "rows": rows}) + "\n")
+                fh.write(json.dumps({"key": key, "seconds": seconds, "git": commit, "rows": rows}) + "\n")
                 fh.flush()
                 done[key] = rows
                 elapsed = time.perf_counter() - t0

@@ -52,6 +52,9 @@ def test_resume_runs_only_missing_jobs(tmp_path):
                           progress=lines.append)
     log = engine.read_log(tmp_path / "speed_quick.jobs.jsonl")
     assert len(log) == 2
+    # every logged job names the sources it ran
+    entries = [json.loads(line) for line in (tmp_path / "speed_quick.jobs.jsonl").read_text().splitlines()]
+    assert all(e["git"] == engine.machine_info()["git"] for e in entries)
     assert any("2/5 jobs done" in line for line in lines)
     lines.clear()
     engine.run_experiment("speed", quick=True, out_dir=tmp_path, filter_fn=_zoo, progress=lines.append)
