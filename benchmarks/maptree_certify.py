@@ -66,6 +66,13 @@ def worker(name: str, time_limit: float, memory_limit: float) -> None:
     }))
 
 
+def _limit(row: dict) -> str:
+    """A row's memory limit and concurrency (rows logged before they were recorded: unknown)."""
+    if "memory_limit_mib" not in row:
+        return "?"
+    return f"{row['memory_limit_mib']:.0f}, {row['runs_at_once']} at once"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="+", default=list(CP4IM))
@@ -105,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             return row
         r = json.loads(lines[-1])
         r["git"] = meta["git"]
+        r["memory_limit_mib"] = a.memory_limit
+        r["runs_at_once"] = a.n_jobs
         with open(log, "a") as fh:
             fh.write(json.dumps(r) + "\n")
         print(f"{name}: certified={r['certified']} gap={r['gap']:.3f} time={r['time_s']:.1f}s "
@@ -138,10 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         f"--memory-limit {a.memory_limit:g} --n-jobs {a.n_jobs}`. Prior alpha=0.95, beta=0.5, rho=(2.5, 2.5); full data.", "",
         "`gap` = bound minus incumbent log posterior (nats; 0 when certified). `graph` = peak size of the "
         "search graph's arrays; `RSS` = the process's peak resident memory. `probes` = bound "
-        "probes of nodes not expanded (`_kernels._probe`, `_probe2`).", "",
+        "probes of nodes not expanded (`_kernels._probe`, `_probe2`). `limit` = the row's memory limit "
+        "for the search graph (MiB) and how many datasets ran at once in its invocation.", "",
         "| dataset | n | features | certified | log posterior | bound | gap | stop | time (s) | expansions | "
-        "probes | OR nodes | graph (MiB) | RSS (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "probes | OR nodes | graph (MiB) | RSS (MiB) | limit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "certified" not in r:
@@ -151,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['dataset']} | {r['n']} | {r['d']} | {'yes' if r['certified'] else 'no'} | "
             f"{r['log_posterior']:.4f} | {r['bound']:.4f} | {r['gap']:.3f} | {r['stop_reason']} | "
             f"{r['time_s']:.1f} | {r['expansions']:,} | {r.get('probes', 0):,} | {r['or_nodes']:,} | {r['graph_peak_mib']:.0f} | "
-            f"{r['rss_peak_mib']:.0f} |")
+            f"{r['rss_peak_mib']:.0f} | {_limit(r)} |")
     lines += ["", f"Certified: {n_cert} of {len(rows)} datasets."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -669,6 +669,47 @@ def summarize(rows: list[dict], datasets: list[str], ref_enabled: bool, time_lim
     return summ, lines
 
 
+#: Bytes the reference C++ MAPTree (commit 0a5efe4, 64-bit glibc) allocates at the least, per OR
+#: node, per AND node and per parent edge; see memory_per_node_lines for where each number comes from.
+REF_OR_BYTES, REF_AND_BYTES, REF_EDGE_BYTES = 96 + 32 + 64 + 8, 48 + 32 + 8, 32
+REF_MIN_BYTES_PER_OR = REF_OR_BYTES + REF_AND_BYTES / 2 + REF_EDGE_BYTES
+
+
+def memory_per_node_lines(summ: list[dict]) -> list[str]:
+    """The "memory per stored subproblem" section: ours measured, the reference's least possible."""
+    lines = ["## Memory per stored subproblem (bytes per OR node)", "",
+             "| dataset | ours: search graph / OR nodes (B) | ours: search RSS / OR nodes (B) | "
+             "reference: at least (B) |", "|---|---|---|---|"]
+    for s in summ:
+        if s["impl"] != "ours" or not s.get("ok") or not s.get("or_nodes") or s["or_nodes"] < 1000:
+            continue
+        per_graph = s["graph_mb"] * 2**20 / s["or_nodes"]
+        per_rss = s["rss_search"] * 2**20 / s["or_nodes"] if s.get("rss_search") is not None else None
+        lines.append(f"| {s['dataset']} | {per_graph:.0f} | {_f(per_rss, '.0f')} | {REF_MIN_BYTES_PER_OR:.0f} |")
+    lines += [
+        "",
+        "Ours: every array of the search graph (OR and AND nodes, edges, leaf statistics and the hash table, "
+        "at their allocated capacity) over the OR nodes stored; medians over repeats. Datasets with fewer "
+        "than 1000 OR nodes are left out.",
+        "",
+        "The reference does not report its node count, so its column is a lower bound read off its data "
+        "structures (`include/search/befs_map_search.h`, `include/cache/approx_bitset_cache.h`; sizes "
+        "checked with `sizeof` and `malloc_usable_size` on this machine, 64-bit glibc, whose heap chunks "
+        "carry an 8-byte header and are rounded up to 16 bytes, 32 at the least). Per OR node: the "
+        f"`OrNode` (80 bytes, a 96-byte chunk), its entry in the `orNodes_` list (a 32-byte chunk) and in "
+        f"the subproblem cache, a `std::unordered_map` node holding the 24-byte key, the value pointer, the "
+        f"next pointer and the cached hash (a 64-byte chunk) plus at least one 8-byte bucket: "
+        f"{REF_OR_BYTES} bytes. Per AND node: the `AndNode` (32 bytes, a 48-byte chunk), its `andNodes_` "
+        f"entry (32) and its slot in the parent's `children` vector (8): {REF_AND_BYTES} bytes. Per parent "
+        f"edge: a `forward_list` node (32). Every OR node but the root is a child of an AND node and every "
+        f"AND node has two children, so there are at least (OR - 1) / 2 AND nodes and OR - 1 edges: at "
+        f"least {REF_OR_BYTES} + {REF_AND_BYTES}/2 + {REF_EDGE_BYTES} = {REF_MIN_BYTES_PER_OR:.0f} bytes "
+        "per OR node, before vector slack, the `children` vectors' headers and allocator fragmentation.",
+        "",
+    ]
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------
 # parent: main loop
 # ---------------------------------------------------------------------------------------------
@@ -875,6 +916,7 @@ def _run(a, datasets, repeats, time_limit, md_path, csv_path, command, started, 
         "Raw runs: `" + csv_path.name + "`.",
         "",
     ]
+    md += memory_per_node_lines(summ)
     errors = [r for r in rows if r["status"] != "ok"]
     if errors:
         md += ["Failed runs:", ""] + [f"- {r['dataset']} {r['impl']} repeat {r['repeat']}: {r['error']}" for r in errors] + [""]

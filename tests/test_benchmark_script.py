@@ -15,7 +15,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "maptree_reference
 def test_benchmark_script_no_ref(tmp_path):
     out = tmp_path / "x"
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--no-ref", "--datasets", "zoo-1", "--repeats", "1",
+        [sys.executable, str(SCRIPT), "--no-ref", "--datasets", "zoo-1", "hepatitis", "--repeats", "1",
          "--time-limit", "10", "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )
@@ -24,7 +24,7 @@ def test_benchmark_script_no_ref(tmp_path):
     assert md.exists() and csv_path.exists()
 
     rows = list(csv.DictReader(csv_path.open()))
-    assert len(rows) == 1
+    assert len(rows) == 2
     row = rows[0]
     assert row["dataset"] == "zoo-1" and row["impl"] == "ours" and row["status"] == "ok"
     assert row["certified"] == "True"
@@ -37,3 +37,20 @@ def test_benchmark_script_no_ref(tmp_path):
     assert "reference: **not run**" in text
     assert "numba compile (cold cache)" in text
     assert text.strip() in proc.stdout  # the Markdown is printed too
+    # Bytes per stored OR node: ours measured (hepatitis stores ~50,000), the reference's floor.
+    section = text.split("## Memory per stored subproblem (bytes per OR node)")[1]
+    hep = next(line for line in section.splitlines() if line.startswith("| hepatitis |"))
+    cells = [c.strip() for c in hep.strip("|").split("|")]
+    assert 50 < float(cells[1]) < 1000 and cells[3] == "276"
+    assert "| zoo-1 |" not in section  # too small a graph to say anything
+
+
+def test_scorecard_from_committed_results():
+    """benchmarks/maptree_scorecard.py --summarize-only reads the three committed result files."""
+    sys.path.insert(0, str(SCRIPT.parents[1]))
+    from benchmarks.maptree_scorecard import scorecard
+
+    text = "\n".join(scorecard("test"))
+    for goal in ("median time to certificate on hepatitis", "median time to certificate on vote",
+                 "bytes per stored OR node", "certified within 10 minutes", "60 s log posterior"):
+        assert goal in text
