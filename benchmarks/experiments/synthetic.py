@@ -36,8 +36,10 @@ def jobs(quick: bool) -> list[dict[str, Any]]:
     noises = (0.0, 0.25) if quick else NOISES
     methods = QUICK_METHODS if quick else WIDE_METHODS
     limit = QUICK_TIME_LIMIT if quick else TIME_LIMIT
+    # Tree by tree, so that a partial run (the full grid takes several sessions) has every panel
+    # and every training size for the trees it covers; job keys do not depend on the order.
     return [{"tree": t, "n": n, "noise": e, **m, "time_limit": limit}
-            for e in noises for n in sizes for t in trees for m in methods]
+            for t in trees for e in noises for n in sizes for m in methods]
 
 
 @functools.lru_cache(maxsize=1)
