@@ -530,6 +530,46 @@ def test_no_duplicate_subproblems():
     assert len(subsets) == n_or
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_equivalent_splits_are_stored_once(seed):
+    """Features that cut a node into the same two sets (equal or complementary on it, as the two
+    one-hot columns of a binary attribute) share one AND node; the optimum, the co-optimal tree
+    and the split penalty (which counts every valid feature) are unchanged."""
+    rng = np.random.default_rng(500 + seed)
+    for i in range(20):
+        X, y = _random_dataset(rng, duplicates=bool(i % 2))
+        X = np.column_stack([X, 1 - X[:, 0], X[:, -1]])  # a complement and a copy
+        opt, trees = co_optimal_trees(X, y)
+        s = AndOrSearch(X, y, 2)
+        r = s.run()
+        assert r.optimal and r.upper_bound == pytest.approx(opt, abs=1e-8)
+        assert s.solution().to_paren() in trees
+        subsets = _node_subsets(s, X)
+        for o in np.flatnonzero(s.or_expanded[: int(s.counters[0])]):
+            members = subsets[o]
+            valid = [f for f in range(X.shape[1]) if 0 < X[members, f].sum() < members.sum()]
+            parts = {frozenset((X[members, f] == 1).nonzero()[0].tolist()) for f in valid}
+            parts = {frozenset(p) for p in parts} | {
+                frozenset(set(range(int(members.sum()))) - p) for p in parts
+            }
+            st, c = int(s.or_and_start[o]), int(s.or_and_count[o])
+            assert 2 * c == len(parts)  # one AND per unordered pair of sides
+            if valid:
+                feats = s.and_feature[st : st + c].tolist()
+                assert feats == sorted(feats) and feats[0] == valid[0]  # the lowest feature is kept
+                d = int(s.or_depth[o])
+                assert s.or_pen[o] == pytest.approx(-s.log_ps[d] + np.log(len(valid)))
+
+
+def test_seeding_through_an_equivalent_split():
+    """A seeded tree that splits on the dropped twin of a stored split is found through it."""
+    X, y = FIXTURES["B"]()
+    X = np.column_stack([X, 1 - X[:, 0]])
+    start = Tree.from_paren(f"({X.shape[1] - 1}((2)1))", n_features=X.shape[1])
+    clf = _fit(X, y, initial_trees=[start], max_expansions=3)
+    assert clf.log_posterior_ >= log_posterior(start, X, y) - 1e-9
+
+
 # ---------------------------------------------------------------------------------------------
 # Real data: the reference's certified values
 # ---------------------------------------------------------------------------------------------

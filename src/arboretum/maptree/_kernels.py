@@ -97,7 +97,7 @@ def _mix2(x):
     return x ^ (x >> _S33)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hash_words(words):
     """128-bit hash ``(h1, h2)`` of a packed sample set.
 
@@ -121,7 +121,7 @@ def _slot(h1, d, mask):
     return np.int64((h1 ^ (np.uint64(d) * _DEPTH_SALT)) & mask)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ht_find(h1, h2, d, ht_val, or_h1, or_h2, or_depth):
     """Look up the subproblem ``(h1, h2, d)``; return ``(node_id or -1, slot)``.
 
@@ -415,7 +415,7 @@ def write_node_stats(model, words, or_counts, or_stats, node):
     _node_stats(model, words, or_counts, or_stats, node)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def new_or_node(
     node, d, no_split, m, model, log_ps, log_pstop, ext, ub_inf,
     or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge,
@@ -541,11 +541,25 @@ def _expand(
     and_feature, and_parent, and_child0, and_child1, edge_next,
     ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
 ):
-    """Expand OR node ``o`` whose sample set is ``words``: create every valid split.
+    """Expand OR node ``o`` whose sample set is ``words``: create one AND child per distinct
+    partition of ``I`` by a valid split.
 
     New children get their leaf statistics from :func:`_node_stats` (weighted
     class counts, or regression sums) and their bounds from
     :func:`new_or_node`.
+
+    Two valid features ``f`` and ``g`` whose splits cut ``I`` into the same
+    two sets (``x_f = x_g`` on ``I``, or ``x_f = 1 - x_g``, as for the two
+    one-hot columns of a binary attribute) give AND nodes with the same
+    children and so the same value ``pen + val(I_0) + val(I_1)``, the same LB
+    and the same UB at all times.  Only the first of them in feature order is
+    stored.  This is exact: ``pen`` still counts every valid feature
+    (``|V(I)|`` is the number of valid features, not of partitions), the
+    minimum over the AND children is unchanged, and so is the incumbent (ties
+    go to the lowest feature, which is the one kept).  It saves the two hash
+    lookups and the AND node of every duplicate.  Two splits are compared
+    only when their ``x = 1`` sides have the same size (or complementary
+    sizes), so the check costs O(nv) integer comparisons per split.
     """
     F, W = M1.shape
     d = or_depth[o]
@@ -560,19 +574,23 @@ def _expand(
     or_pen[o] = -log_ps[d] + log_int[nv]
     a0 = counters[C_N_AND]
     or_and_start[o] = a0
-    or_and_count[o] = nv
+    kept = 0
     for j in range(nv):
         f = valid_f[j]
-        a = a0 + j
+        if _same_partition_as_kept(words, f, n1_buf[j], n, M1, and_feature, n1_buf, a0, kept):
+            continue
+        a = a0 + kept
+        n1_buf[kept] = n1_buf[j]  # n1_buf[:kept] now holds the kept splits' counts (kept <= j)
+        kept += 1
         for side in range(2):
             if side == 1:
                 for w in range(W):
                     scratch[w] = words[w] & M1[f, w]
-                total = n1_buf[j]
+                total = n1_buf[kept - 1]
             else:
                 for w in range(W):
                     scratch[w] = words[w] & ~M1[f, w]
-                total = n - n1_buf[j]
+                total = n - n1_buf[kept - 1]
             h1, h2 = hash_words(scratch)
             child, slot = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child < 0:
@@ -597,10 +615,41 @@ def _expand(
                 and_child1[a] = child
         and_feature[a] = f
         and_parent[a] = o
-    counters[C_N_AND] = a0 + nv
+    or_and_count[o] = kept
+    counters[C_N_AND] = a0 + kept
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _same_partition_as_kept(words, f, n1, n, M1, and_feature, n1_kept, a0, kept):
+    """True when feature ``f`` (``n1`` samples of ``I`` on its ``x = 1`` side) cuts the sample
+    set ``words`` (``n`` samples) into the same two sets as one of the ``kept`` splits already
+    stored (features ``and_feature[a0:a0 + kept]``, side sizes ``n1_kept[:kept]``)."""
+    W = M1.shape[1]
+    for i in range(kept):
+        m = n1_kept[i]
+        if m != n1 and m != n - n1:
+            continue
+        g = and_feature[a0 + i]
+        if m == n1:  # same sides: x_f = x_g on I?
+            same = True
+            for w in range(W):
+                if words[w] & (M1[f, w] ^ M1[g, w]):
+                    same = False
+                    break
+            if same:
+                return True
+        if m == n - n1:  # swapped sides: x_f = 1 - x_g on I?
+            same = True
+            for w in range(W):
+                if words[w] & ~(M1[f, w] ^ M1[g, w]):
+                    same = False
+                    break
+            if same:
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
 def _creation_bound(
     model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ext, ub_inf
 ):
@@ -612,7 +661,7 @@ def _creation_bound(
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bounds_from_stats(
     model, words, total, row_group, group_masks, or_counts, or_stats, row, d, log_ps, log_pstop, ext, ub_inf
 ):
@@ -661,6 +710,99 @@ def _sibling_reads_words_impl(model):
     return lambda model: reads
 
 
+def _valid_split_stats(model, words, M1, valid_f, n1_buf, cnt):  # pragma: no cover
+    """:func:`_valid_splits`, and for classification also the weighted class counts of every
+    valid split's ``x_f = 1`` side in ``cnt[j]``, in the same sweep over the words."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@overload(_valid_split_stats, inline="always")
+def _valid_split_stats_impl(model, words, M1, valid_f, n1_buf, cnt):
+    """Classification: one pass per feature computes ``n1 = |I ∩ {x_f = 1}|`` and the class
+    counts of that side (``popcount(I & M1[f] & Y[k, b]) << b``).  With unit weights
+    (``B = 1``) the last class's count is ``n1`` minus the others', so a binary problem
+    costs two popcounts per word and feature instead of the three, plus a stored copy of
+    the side, of :func:`_valid_splits` followed by :func:`_node_stats`.  Regression:
+    :func:`_valid_splits` (``cnt`` is not touched; the probe sums each side's rows)."""
+    if is_regression_model(model.types):
+
+        def plain(model, words, M1, valid_f, n1_buf, cnt):
+            return _valid_splits(words, M1, valid_f, n1_buf)
+
+        return plain
+
+    def fused(model, words, M1, valid_f, n1_buf, cnt):
+        Y = model[0]
+        F, W = M1.shape
+        K, B = Y.shape[0], Y.shape[1]
+        Kc = K - 1 if B == 1 else K  # with unit weights the last class is n1 minus the rest
+        n = 0
+        for w in range(W):
+            n += popcount64(words[w])
+        acc = np.zeros(K, np.int64)
+        nv = 0
+        for f in range(F):
+            n1 = 0
+            for k in range(K):
+                acc[k] = 0
+            if Kc == 1 and B == 1:  # two classes, unit weights: a straight loop LLVM vectorises
+                c0 = 0
+                for w in range(W):
+                    t = words[w] & M1[f, w]
+                    n1 += popcount64(t)
+                    c0 += popcount64(t & Y[0, 0, w])
+                acc[0] = c0
+            else:
+                for w in range(W):
+                    t = words[w] & M1[f, w]
+                    n1 += popcount64(t)
+                    for k in range(Kc):
+                        for b in range(B):
+                            acc[k] += popcount64(t & Y[k, b, w]) << b
+            if n1 > 0 and n1 < n:
+                valid_f[nv] = f
+                n1_buf[nv] = n1
+                rest = n1
+                for k in range(Kc):
+                    cnt[nv, k] = acc[k]
+                    rest -= acc[k]
+                if Kc < K:
+                    cnt[nv, K - 1] = rest
+                nv += 1
+        return n, nv
+
+    return fused
+
+
+def _side_stats(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):  # pragma: no cover
+    """Write into row ``out`` the statistics of ``I ∩ {x_f = 1}`` (``words`` is ``I``), and
+    that set into ``scratch`` when ``need_words`` or when the statistics are summed from it."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@overload(_side_stats, inline="always")
+def _side_stats_impl(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):
+    """Classification: copied from ``cnt[j]`` (:func:`_valid_split_stats`).  Regression: summed
+    from the side's samples (:func:`_node_stats`)."""
+    if is_regression_model(model.types):
+
+        def summed(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):
+            for w in range(words.shape[0]):
+                scratch[w] = words[w] & M1[f, w]
+            _node_stats(model, scratch, or_counts, or_stats, out)
+
+        return summed
+
+    def copied(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):
+        for k in range(or_counts.shape[1]):
+            or_counts[out, k] = cnt[j, k]
+        if need_words:
+            for w in range(words.shape[0]):
+                scratch[w] = words[w] & M1[f, w]
+
+    return copied
+
+
 @njit(cache=True)
 def _probe(
     o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, ub_inf,
@@ -698,7 +840,9 @@ def _probe(
 
     Cost: hashing a child's sample set to look it up costs about three times
     its class counts, so the probe first computes every child's creation
-    bounds without hashing, then looks up the children of the splits in
+    bounds without hashing (for classification the ``x_f = 1`` sides' class
+    counts come from the same sweep that finds the valid splits,
+    :func:`_valid_split_stats`), then looks up the children of the splits in
     increasing order of their creation pair ``h'(o_f0) + h'(o_f1)``, stopping
     at the first split whose creation pair is at least the best pair found.
     The LB is exactly the one described above: a stored child's LB is its
@@ -713,7 +857,8 @@ def _probe(
     tmp = counters[C_N_OR]
     valid_f = np.empty(F, np.int32)
     n1_buf = np.empty(F, np.int32)
-    n, nv = _valid_splits(words, M1, valid_f, n1_buf)
+    cnt = np.empty((F, or_counts.shape[1]), np.int32)
+    n, nv = _valid_split_stats(model, words, M1, valid_f, n1_buf, cnt)
     leaf = -log_pstop[d] + _leaf_nll(model, or_counts, or_stats, o)
     if nv == 0:
         return leaf, np.inf, -1
@@ -729,9 +874,8 @@ def _probe(
     for j in range(nv):
         f = valid_f[j]
         n1 = n1_buf[j]
-        for w in range(W):
-            scratch[w] = words[w] & M1[f, w]
-        lbs[j, 1], ubs[j, 1] = _creation_bound(
+        _side_stats(model, words, M1, f, cnt, j, scratch, dups and n1 > 1, or_counts, or_stats, tmp)
+        lbs[j, 1], ubs[j, 1] = _bounds_from_stats(
             model, scratch, n1, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
             log_ps, log_pstop, ext, ub_inf,
         )

@@ -557,15 +557,30 @@ class AndOrSearch:
                     *self._graph(), self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
                 )
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
-            s0, c = int(self.or_and_start[o]), int(self.or_and_count[o])
-            hit = np.flatnonzero(self.and_feature[s0 : s0 + c] == f)
-            if hit.size == 0:  # not a valid split here: the candidate is degenerate below
+            found = self._and_for_split(o, words, f)
+            if found is None:  # not a valid split here: the candidate is degenerate below
                 continue
-            a = s0 + int(hit[0])
+            child0, child1 = found
             m = self.M1[f]
-            stack.append((int(self.and_child1[a]), words & m, path + ((f, 1),)))
-            stack.append((int(self.and_child0[a]), words & ~m, path + ((f, 0),)))
+            stack.append((child1, words & m, path + ((f, 1),)))
+            stack.append((child0, words & ~m, path + ((f, 0),)))
         return self.n_expansions_ - start
+
+    def _and_for_split(self, o: int, words: np.ndarray, f: int) -> tuple[int, int] | None:
+        """The children ``(x_f = 0 side, x_f = 1 side)`` of expanded OR node ``o`` (samples
+        ``words``) through the split on ``f``, or None when ``f`` is not a valid split there.
+
+        The AND node stored for ``f`` may be that of an earlier feature with the same
+        partition of ``words``, possibly with the sides swapped (``_kernels._expand``)."""
+        s0, c = int(self.or_and_start[o]), int(self.or_and_count[o])
+        for a in range(s0, s0 + c):
+            g = int(self.and_feature[a])
+            diff = self.M1[f] ^ self.M1[g]
+            if not np.any(words & diff):  # x_f = x_g on the node
+                return int(self.and_child0[a]), int(self.and_child1[a])
+            if not np.any(words & ~diff):  # x_f = 1 - x_g on the node
+                return int(self.and_child1[a]), int(self.and_child0[a])
+        return None
 
     # -- reading the answer ------------------------------------------------------------------
     def _best_ub_and(self, o: int) -> tuple[int, float]:
