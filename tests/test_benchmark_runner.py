@@ -111,3 +111,43 @@ def test_method_labels():
     assert common.method_label({"method": "gosdt", "reg": 0.03125}) == "GOSDT 1/32"
     assert common.method_label({"method": "dl85", "depth": 5}) == "DL8.5 d5"
     assert common.method_label({"method": "maptree", "alpha": 0.2, "beta": 8.0}) == "MAPTree (0.2, 8.0)"
+
+
+def test_synthetic_robustness_table_uses_common_pairs_only():
+    from benchmarks.experiments import synthetic
+
+    rows = []
+    for tree in (0, 1):
+        for n in (100, 400):
+            for noise, acc_a, acc_b in ((0.0, 0.9, 0.7), (0.25, 0.6, 0.65)):
+                rows.append({"tree": tree, "n": n, "noise": noise, "method": "A", "test_acc": acc_a + 0.01 * tree})
+                rows.append({"tree": tree, "n": n, "noise": noise, "method": "B", "test_acc": acc_b})
+    # a pair only A has: it must not enter either method's numbers
+    rows.append({"tree": 2, "n": 100, "noise": 0.0, "method": "A", "test_acc": 0.0})
+    rows.append({"tree": 2, "n": 100, "noise": 0.25, "method": "A", "test_acc": 0.0})
+    table = synthetic.robustness_table(pd.DataFrame(rows)).set_index("method")
+    assert (table["pairs"] == 4).all() and (table["trees"] == 2).all()
+    assert table.loc["A", "acc@0.0"] == pytest.approx(0.905)
+    assert table.loc["A", "drop"] == pytest.approx(0.3) and table.loc["B", "drop"] == pytest.approx(0.05)
+    assert table.loc["B", "acc_small"] == pytest.approx(0.675)  # n = 100 at both noise levels
+    lines = synthetic.robustness_lines(pd.DataFrame(rows), ["A", "B"])
+    assert lines[-2].startswith("| B |") and lines[-1].startswith("| A |")  # most robust first
+
+
+def test_synthetic_tie_counts():
+    from benchmarks.experiments import synthetic
+
+    table = pd.DataFrame([
+        # noise 0, n 100: A best, B inside A's CI, C outside
+        {"noise": 0.0, "n": 100, "method": "A", "acc": 0.90, "ci_low": 0.85, "ci_high": 0.95},
+        {"noise": 0.0, "n": 100, "method": "B", "acc": 0.85, "ci_low": 0.80, "ci_high": 0.90},
+        {"noise": 0.0, "n": 100, "method": "C", "acc": 0.70, "ci_low": 0.60, "ci_high": 0.80},
+        # noise 0.25, n 100: C best alone
+        {"noise": 0.25, "n": 100, "method": "A", "acc": 0.60, "ci_low": 0.55, "ci_high": 0.65},
+        {"noise": 0.25, "n": 100, "method": "B", "acc": 0.50, "ci_low": 0.45, "ci_high": 0.55},
+        {"noise": 0.25, "n": 100, "method": "C", "acc": 0.80, "ci_low": 0.75, "ci_high": 0.85},
+    ])
+    counts = synthetic.tie_counts(table)
+    assert counts.loc["A"].tolist() == [1, 0] and counts.loc["B"].tolist() == [1, 0]
+    assert counts.loc["C"].tolist() == [0, 1]
+    assert synthetic.tie_lines(table, ["C", "A"])[-1] == "| A | 1 | 0 | 1 |"

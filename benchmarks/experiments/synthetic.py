@@ -106,6 +106,88 @@ def _figure(table: pd.DataFrame, methods: list[str], path: Path, title: str) -> 
     plt.close(fig)
 
 
+SMALL_SIZES = (100, 200, 300)
+
+
+def tie_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Cells (noise, size) in which each method is best or within the best method's 95% CI.
+
+    One row per method, one column per noise level (the paper: "some baselines
+    match it at a single noise level, but none matches it across all").
+    """
+    out: dict[str, dict[float, int]] = {}
+    for (eps, _n), c in table.groupby(["noise", "n"]):
+        top = c.loc[c["acc"].idxmax()]
+        for _, r in c.iterrows():
+            per = out.setdefault(r["method"], {})
+            per[eps] = per.get(eps, 0) + int(r["acc"] >= top["ci_low"] - 1e-12)
+    return pd.DataFrame.from_dict(out, orient="index").fillna(0).astype(int).sort_index(axis=1)
+
+
+def tie_lines(table: pd.DataFrame, order: list[str]) -> list[str]:
+    """Markdown for :func:`tie_counts`, methods in ``order``."""
+    counts = tie_counts(table)
+    cells = table.groupby("noise")["n"].nunique()
+    lines = ["", "## Cells where each method is best or within the best method's 95% CI", "",
+             "| method | " + " | ".join(f"noise {eps} (of {cells[eps]})" for eps in counts.columns) + " | all |",
+             "|---" * (len(counts.columns) + 2) + "|"]
+    for m in order:
+        if m in counts.index:
+            lines.append(f"| {m} | " + " | ".join(str(v) for v in counts.loc[m]) + f" | {counts.loc[m].sum()} |")
+    return lines
+
+
+def robustness_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per method: mean test accuracy per noise level and over the small training sizes.
+
+    Only (tree, size) pairs that every method has at every noise level enter, so
+    that the columns compare like with like on a partial grid.  ``drop`` is the
+    mean over those pairs of accuracy at noise 0 minus accuracy at the highest
+    noise level, with a 95% bootstrap interval over trees (the paper's "most
+    robust to label noise").
+    """
+    noises = sorted(set(rows["noise"]))
+    methods = sorted(set(rows["method"]))
+    wide = rows.pivot_table(index=["tree", "n"], columns=["method", "noise"], values="test_acc")
+    wide = wide.reindex(columns=pd.MultiIndex.from_product([methods, noises])).dropna()
+    out = []
+    for m in methods:
+        rec: dict[str, Any] = {"method": m, "pairs": len(wide),
+                               "trees": wide.index.get_level_values("tree").nunique()}
+        for eps in noises:
+            rec[f"acc@{eps}"] = wide[(m, eps)].mean()
+        small = wide[wide.index.get_level_values("n").isin(SMALL_SIZES)]
+        rec["acc_small"] = small[[(m, eps) for eps in noises]].to_numpy().mean() if len(small) else np.nan
+        drop = (wide[(m, noises[0])] - wide[(m, noises[-1])]).groupby(level="tree").mean()
+        rec["drop"] = drop.mean()
+        rec["drop_low"], rec["drop_high"] = bootstrap_ci(drop.to_numpy())
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def robustness_lines(rows: pd.DataFrame, order: list[str]) -> list[str]:
+    """Markdown for :func:`robustness_table` (methods in ``order``)."""
+    table = robustness_table(rows).set_index("method")
+    noises = sorted(set(rows["noise"]))
+    if len(noises) < 2 or table["pairs"].iloc[0] == 0:
+        return []
+    trees = int(table["trees"].iloc[0])
+    lines = ["", "## Robustness to label noise and to small training sets", "",
+             f"Over the {int(table['pairs'].iloc[0])} (tree, size) pairs that every method has at every noise "
+             f"level ({trees} trees). Drop = accuracy at noise {noises[0]} minus accuracy at noise {noises[-1]}, "
+             f"averaged per tree, with a 95% bootstrap CI over trees; small = sizes "
+             f"{', '.join(str(n) for n in SMALL_SIZES)} at every noise level.", "",
+             "| method | " + " | ".join(f"acc, noise {eps}" for eps in noises) + " | acc, small sizes | drop (95% CI) |",
+             "|---" * (len(noises) + 3) + "|"]
+    for m in sorted(order, key=lambda m: table.loc[m, "drop"] if m in table.index else np.inf):
+        if m not in table.index:
+            continue
+        r = table.loc[m]
+        lines.append(f"| {m} | " + " | ".join(f"{r[f'acc@{eps}']:.3f}" for eps in noises)
+                     + f" | {r['acc_small']:.3f} | {r['drop']:+.3f} ({r['drop_low']:+.3f}, {r['drop_high']:+.3f}) |")
+    return lines
+
+
 def summarize(rows: pd.DataFrame, out_dir: Path, stem: str, meta: dict) -> None:
     table = curve_table(rows)
     table.to_csv(out_dir / f"{stem}_curves.csv", index=False)
@@ -136,6 +218,8 @@ def summarize(rows: pd.DataFrame, out_dir: Path, stem: str, meta: dict) -> None:
         others = ", ".join(f"{k} ({v})" for k, v in sorted(best_counts.items(), key=lambda kv: -kv[1])
                            if k != "MAPTree") or "-"
         lines.append(f"| {eps} | {cells} | {n_best} | {n_tied} | {others} |")
+    lines += tie_lines(table, present)
+    lines += robustness_lines(rows, present)
     lines += ["", "## Mean test accuracy (rows: method; columns: training size), per noise level", ""]
     for eps, g in table.groupby("noise"):
         sizes = sorted(set(g["n"]))
