@@ -34,6 +34,10 @@ def test_job_keys_are_canonical_and_grids_are_unique():
     full = {n: len(engine.load_experiment(n).jobs(False)) for n in engine.EXPERIMENTS}
     assert full["cv"] == 16 * 10 * 14 and full["prior"] == 16 * 10 * 6
     assert full["synthetic"] == 20 * 10 * 3 * 14 and full["speed"] == 16 * 21
+    # prior runs the CP4IM datasets cheapest first, but every one of them, once
+    prior_datasets = [j["dataset"] for j in engine.load_experiment("prior").jobs(False)]
+    assert sorted(set(prior_datasets)) == sorted(common.CP4IM)
+    assert prior_datasets[0] == "zoo-1" and prior_datasets[-1] == "mushroom"
 
 
 def test_unknown_experiment_and_bad_arguments():
