@@ -134,8 +134,13 @@ def test_synthetic_robustness_table_uses_common_pairs_only():
     assert table.loc["A", "acc@0.0"] == pytest.approx(0.905)
     assert table.loc["A", "drop"] == pytest.approx(0.3) and table.loc["B", "drop"] == pytest.approx(0.05)
     assert table.loc["B", "acc_small"] == pytest.approx(0.675)  # n = 100 at both noise levels
-    lines = synthetic.robustness_lines(pd.DataFrame(rows), ["A", "B"])
+    assert table["vs_ref"].isna().all()  # no MAPTree here
+    paired = synthetic.robustness_table(pd.DataFrame(rows), reference="A").set_index("method")
+    assert paired.loc["A", "vs_ref"] == 0 and paired.loc["B", "vs_ref"] == pytest.approx(-0.25)
+    assert paired.loc["B", "vs_ref_high"] == pytest.approx(-0.25)  # same difference on both trees
+    lines = synthetic.robustness_lines(pd.DataFrame(rows), ["A", "B"], reference="A")
     assert lines[-2].startswith("| B |") and lines[-1].startswith("| A |")  # most robust first
+    assert lines[-2].endswith("| -0.250 (-0.250, -0.250) |") and lines[-1].endswith("| - |")
 
 
 def test_synthetic_tie_counts():

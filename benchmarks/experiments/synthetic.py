@@ -137,20 +137,24 @@ def tie_lines(table: pd.DataFrame, order: list[str]) -> list[str]:
     return lines
 
 
-def robustness_table(rows: pd.DataFrame) -> pd.DataFrame:
+def robustness_table(rows: pd.DataFrame, reference: str = "MAPTree") -> pd.DataFrame:
     """Per method: mean test accuracy per noise level and over the small training sizes.
 
     Only (tree, size) pairs that every method has at every noise level enter, so
     that the columns compare like with like on a partial grid.  ``drop`` is the
     mean over those pairs of accuracy at noise 0 minus accuracy at the highest
     noise level, with a 95% bootstrap interval over trees (the paper's "most
-    robust to label noise").
+    robust to label noise").  ``vs_ref`` is the method's drop minus the
+    ``reference`` method's drop, paired per tree, with its own bootstrap
+    interval: an interval above zero means the method is less robust than the
+    reference (NaN when the reference is absent).
     """
     noises = sorted(set(rows["noise"]))
     methods = sorted(set(rows["method"]))
     wide = rows.pivot_table(index=["tree", "n"], columns=["method", "noise"], values="test_acc")
     wide = wide.reindex(columns=pd.MultiIndex.from_product([methods, noises])).dropna()
     out = []
+    drops: dict[str, pd.Series] = {}
     for m in methods:
         rec: dict[str, Any] = {"method": m, "pairs": len(wide),
                                "trees": wide.index.get_level_values("tree").nunique()}
@@ -161,13 +165,21 @@ def robustness_table(rows: pd.DataFrame) -> pd.DataFrame:
         drop = (wide[(m, noises[0])] - wide[(m, noises[-1])]).groupby(level="tree").mean()
         rec["drop"] = drop.mean()
         rec["drop_low"], rec["drop_high"] = bootstrap_ci(drop.to_numpy())
+        drops[m] = drop
         out.append(rec)
+    for rec in out:
+        if reference in drops and len(drops[reference]):
+            diff = (drops[rec["method"]] - drops[reference]).to_numpy()
+            rec["vs_ref"] = diff.mean()
+            rec["vs_ref_low"], rec["vs_ref_high"] = bootstrap_ci(diff)
+        else:
+            rec["vs_ref"] = rec["vs_ref_low"] = rec["vs_ref_high"] = np.nan
     return pd.DataFrame(out)
 
 
-def robustness_lines(rows: pd.DataFrame, order: list[str]) -> list[str]:
-    """Markdown for :func:`robustness_table` (methods in ``order``)."""
-    table = robustness_table(rows).set_index("method")
+def robustness_lines(rows: pd.DataFrame, order: list[str], reference: str = "MAPTree") -> list[str]:
+    """Markdown for :func:`robustness_table` (methods in ``order``, most robust first)."""
+    table = robustness_table(rows, reference).set_index("method")
     noises = sorted(set(rows["noise"]))
     if len(noises) < 2 or table["pairs"].iloc[0] == 0:
         return []
@@ -176,15 +188,19 @@ def robustness_lines(rows: pd.DataFrame, order: list[str]) -> list[str]:
              f"Over the {int(table['pairs'].iloc[0])} (tree, size) pairs that every method has at every noise "
              f"level ({trees} trees). Drop = accuracy at noise {noises[0]} minus accuracy at noise {noises[-1]}, "
              f"averaged per tree, with a 95% bootstrap CI over trees; small = sizes "
-             f"{', '.join(str(n) for n in SMALL_SIZES)} at every noise level.", "",
-             "| method | " + " | ".join(f"acc, noise {eps}" for eps in noises) + " | acc, small sizes | drop (95% CI) |",
-             "|---" * (len(noises) + 3) + "|"]
+             f"{', '.join(str(n) for n in SMALL_SIZES)} at every noise level. The last column is the "
+             f"method's drop minus {reference}'s, paired per tree (above zero: less robust than {reference}).", "",
+             "| method | " + " | ".join(f"acc, noise {eps}" for eps in noises)
+             + f" | acc, small sizes | drop (95% CI) | drop minus {reference}'s (95% CI) |",
+             "|---" * (len(noises) + 4) + "|"]
     for m in sorted(order, key=lambda m: table.loc[m, "drop"] if m in table.index else np.inf):
         if m not in table.index:
             continue
         r = table.loc[m]
         lines.append(f"| {m} | " + " | ".join(f"{r[f'acc@{eps}']:.3f}" for eps in noises)
-                     + f" | {r['acc_small']:.3f} | {r['drop']:+.3f} ({r['drop_low']:+.3f}, {r['drop_high']:+.3f}) |")
+                     + f" | {r['acc_small']:.3f} | {r['drop']:+.3f} ({r['drop_low']:+.3f}, {r['drop_high']:+.3f}) | "
+                     + ("-" if m == reference or not np.isfinite(r["vs_ref"]) else
+                        f"{r['vs_ref']:+.3f} ({r['vs_ref_low']:+.3f}, {r['vs_ref_high']:+.3f})") + " |")
     return lines
 
 
