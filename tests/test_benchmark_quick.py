@@ -54,3 +54,7 @@ def test_quick_results_are_sane(out):
     assert set(syn["noise"]) == {0.0, 0.25} and set(syn["n"]) == {100, 300}
     prior = (out / "prior_quick.md").read_text()
     assert "(0.2, 8.0)" in prior and "(found)" in prior
+    # every setting, the default included, is fitted by the prior grid itself (same sources for all seven)
+    runs = pd.read_csv(out / "prior_quick.csv")
+    assert set(zip(runs["alpha"], runs["beta"])) == {
+        (0.999, 0.1), (0.99, 0.2), (0.95, 0.5), (0.9, 1.0), (0.8, 2.0), (0.5, 4.0), (0.2, 8.0)}

@@ -32,7 +32,7 @@ def test_job_keys_are_canonical_and_grids_are_unique():
             assert len({engine.job_key(j) for j in grid}) == len(grid)
             json.dumps(grid)  # plain values only, so jobs travel to any worker
     full = {n: len(engine.load_experiment(n).jobs(False)) for n in engine.EXPERIMENTS}
-    assert full["cv"] == 16 * 10 * 14 and full["prior"] == 16 * 10 * 6
+    assert full["cv"] == 16 * 10 * 14 and full["prior"] == 16 * 10 * 7
     assert full["synthetic"] == 20 * 10 * 3 * 14 and full["speed"] == 16 * 21
     # prior runs the CP4IM datasets cheapest first, but every one of them, once
     prior_datasets = [j["dataset"] for j in engine.load_experiment("prior").jobs(False)]
