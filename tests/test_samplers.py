@@ -344,12 +344,18 @@ def test_mcmc_result_does_not_depend_on_chunking(monkeypatch):
     assert np.array_equal(chunked.move_counts_, reference.move_counts_)
 
 
-def test_time_limit_honoured():
-    X, y = load_dataset("mushroom", return_X_y=True)
-    # Compile both samplers' kernels outside the timing: on a clean clone (no numba cache) the
-    # first fit would spend its budget compiling.
+def _compile_samplers(X, y) -> None:
+    """Compile both samplers' kernels outside a timed fit.
+
+    On a clean clone (no numba cache) a test run alone would otherwise spend its time limit compiling.
+    """
     MCMCTreeSampler(n_iterations=20, random_state=0).fit(X[:50], y[:50])
     SMCTreeSampler(n_particles=20, random_state=0).fit(X[:50], y[:50])
+
+
+def test_time_limit_honoured():
+    X, y = load_dataset("mushroom", return_X_y=True)
+    _compile_samplers(X, y)
     # The SMC limit is a third of a complete run's time on this machine, so the limited run stops
     # part-way with steps done on any machine (a fixed 0.5 s left a slow CI runner no full step).
     t0 = time.perf_counter()
@@ -373,6 +379,7 @@ def test_time_limit_honoured():
 
 def test_time_limit_during_burn_in_keeps_best_tree():
     X, y = load_dataset("hepatitis", return_X_y=True)
+    _compile_samplers(X, y)
     m = MCMCTreeSampler(n_iterations=10**9, burn_in=10**9 - 1, time_limit=0.2, random_state=0).fit(X, y)
     assert m.stop_reason_ == "time_limit" and len(m.samples_) == 0 and m.n_iterations_ > 0
     assert m.best_log_posterior_ == log_posterior(m.best_tree_, X, y)
