@@ -224,7 +224,7 @@ def test_nan_in_numpy_and_nullable_columns():
     [
         ({"n_thresholds": 0}, ValueError, "n_thresholds must be an integer >= 1; got 0"),
         ({"n_thresholds": 2.5}, TypeError, "n_thresholds must be an integer"),
-        ({"strategy": "uniform"}, ValueError, r"strategy must be one of \['quantile', 'all'\]"),
+        ({"strategy": "median"}, ValueError, r"strategy must be one of \['quantile', 'uniform', 'all'\]"),
         ({"encoding": "binary"}, ValueError, r"encoding must be one of \['ordered', 'onehot'\]"),
         ({"categorical": [5]}, ValueError, r"categorical holds column index 5, outside \[0, 1\]"),
         ({"categorical": ["b"]}, ValueError, "categorical names column 'b'"),
@@ -242,7 +242,7 @@ def test_bad_values_and_shapes():
     with pytest.raises(TypeError, match=r"column 0 of X holds \{'no': 1\} \(dict\) at row 1"):
         Binarizer().fit(X)
     b = Binarizer().fit(np.array([[1.0], [2.0]]))
-    with pytest.raises(ValueError, match="holds the string 'x' at row 0, but it was numeric"):
+    with pytest.raises(ValueError, match="holds the string 'x' at row 0, but it is a numeric column"):
         b.transform(np.array([["x"]], dtype=object))
     with pytest.raises(ValueError, match="X has 2 features, but Binarizer is expecting 1"):
         b.transform(np.ones((3, 2)))
@@ -386,11 +386,10 @@ def test_mixed_dataframe_fit_predict_and_errors():
     assert "colour == red" in text or "colour != red" in text
     assert re.search(r"age <= \d+(\.5)?\n", text)
     _same_as_search_tree(clf, df)
-    E = clf.binarizer_.encode(df)
-    np.testing.assert_array_equal(clf.tree_.predict(E), clf.predict(df))
-    # JSON round trip of the raw tree: identical predictions on the encoded matrix.
+    np.testing.assert_array_equal(clf.tree_.predict(df), clf.predict(df))
+    # JSON round trip of the raw tree (labels inside): identical predictions on the raw frame.
     again = Tree.from_json(clf.tree_.to_json())
-    np.testing.assert_array_equal(again.predict(E), clf.predict(df))
+    np.testing.assert_array_equal(again.predict(df), clf.predict(df))
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict(df), clf.predict(df))
     bad = df.head(2).copy()
     bad.loc[bad.index[0], "colour"] = "purple"
@@ -415,10 +414,10 @@ def test_binarize_modes():
     assert MAPTreeClassifier(binarize=True).fit(Xb, y).log_posterior_ == auto.log_posterior_
     with pytest.raises(ValueError, match="binary"):
         MAPTreeClassifier(binarize=None).fit(Xb + 0.5, y)
-    msg = "binarize must be 'auto', True or 'always', False or None; got 'yes'"
+    msg = r"binarize must be one of \['auto', 'always'\], a boolean or None; got 'yes'"
     with pytest.raises(ValueError, match=msg):
         MAPTreeClassifier(binarize="yes").fit(Xb, y)
-    with pytest.raises(TypeError, match="binarizer must be an arboretum.data.Binarizer"):
+    with pytest.raises(TypeError, match="binarizer must be an arboretum.Binarizer or None"):
         MAPTreeClassifier(binarizer="quantile").fit(Xb + 0.5, y)
     with pytest.raises(ValueError, match="n_thresholds"):
         MAPTreeClassifier(binarizer=Binarizer(n_thresholds=0)).fit(Xb + 0.5, y)
@@ -467,3 +466,19 @@ def test_readme_real_valued_example_runs_and_prints_what_it_shows():
     with contextlib.redirect_stdout(buf):
         exec(compile(code, "README.md", "exec"), {})
     assert buf.getvalue().strip() == shown.strip()
+
+
+def test_binarizer_passes_sklearn_estimator_checks():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(Binarizer(), on_fail=None)
+    assert len(results) >= 40
+    for r in results:
+        if r["status"] == "skipped":
+            assert "SCIPY_ARRAY_API is not set" in str(r["exception"]), r["check_name"]
+        else:
+            assert r["status"] == "passed", f"{r['check_name']} failed: {r['exception']}"

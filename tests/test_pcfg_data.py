@@ -10,7 +10,7 @@ from sklearn.utils import Bunch
 
 from arboretum.datasets import list_datasets, list_uci_datasets, load_dataset, make_hidden_xor
 from arboretum.datasets.uci import UCI_DATASETS, read_arff
-from arboretum.pcfg import FeatureBinner
+from arboretum import Binarizer
 
 # name: (rows, features, class counts) -- spec-001 §5.1 and /work/shared/datasets/README.md
 EXPECTED = {
@@ -108,43 +108,46 @@ def test_make_hidden_xor():
 
 
 def test_equal_width_buckets_values_on_an_edge_go_up():
+    # 4 equal-width buckets of [0, 10]: edges 2.5, 5, 7.5; a training value on an edge goes up
     x = np.array([0.0, 1.0, 2.5, 5.0, 7.5, 10.0, 3.0, 4.0, 6.0, 9.0, 8.0, 2.0])[:, None]
-    b = FeatureBinner([4]).fit(x)
-    np.testing.assert_allclose(b.edges_[0], [2.5, 5.0, 7.5])
-    assert b.bucketed_[0] and b.n_codes_[0] == 4 and b.n_values_[0] == 4
-    np.testing.assert_array_equal(b.transform(np.array([[2.5], [2.4999], [5.0], [-3.0], [99.0]]))[:, 0],
-                                  [1, 0, 2, 0, 3])
+    b = Binarizer(n_thresholds=3, strategy="uniform").fit(x)
+    # each cut lies in the gap below the first value at or above its edge: [2, 2.5), [4, 5), [6, 7.5)
+    assert [len(g) for g in b.groups_] == [3] and b.n_codes_.tolist() == [4]
+    np.testing.assert_array_equal(b.ordinal_transform(x)[:, 0], [0, 0, 1, 2, 3, 3, 1, 1, 2, 3, 3, 0])
+    t = b.thresholds_[0]
+    assert 2.0 <= t[0] < 2.5 and 4.0 <= t[1] < 5.0 and 6.0 <= t[2] < 7.5
 
 
 def test_rank_codes_binary_features_and_quantiles():
     x = np.array([[0.0, 1.0, 3.0], [1.0, 1.0, 7.0], [0.0, 0.0, 5.0]])
-    b = FeatureBinner([10, 10, 10]).fit(x)
-    assert b.binary_.tolist() == [True, True, False] and not b.bucketed_.any()
-    np.testing.assert_array_equal(b.transform(x), [[0, 1, 0], [1, 1, 2], [0, 0, 1]])
-    # rank-coded: a value on a midpoint goes up (x < 4 is the paper's rule); binary: 0.5 goes left
-    np.testing.assert_array_equal(b.transform(np.array([[0.5, 0.5, 4.0]])), [[0, 0, 1]])
-    q = FeatureBinner([5], binning="quantile").fit(np.arange(100.0)[:, None])
-    assert q.n_values_[0] == 5 and q.bucketed_[0]
-    ties = FeatureBinner([5], binning="quantile").fit(np.r_[np.zeros(90), np.arange(1.0, 21.0)][:, None])
-    assert ties.edges_[0].size == np.unique(ties.edges_[0]).size
+    b = Binarizer(n_thresholds=9, strategy="uniform").fit(x)
+    assert b.column_kinds_ == ["binary", "binary", "numeric"]
+    np.testing.assert_array_equal(b.ordinal_transform(x), [[0, 1, 0], [1, 1, 2], [0, 0, 1]])
+    # rank-coded between the values (the cut between 3 and 5 is 4); binary: 0.5 goes left
+    np.testing.assert_array_equal(b.ordinal_transform(np.array([[0.5, 0.5, 4.5]])), [[0, 0, 1]])
+    q = Binarizer(n_thresholds=4, strategy="quantile").fit(np.arange(100.0)[:, None])
+    assert q.n_codes_[0] == 5
+    ties = Binarizer(n_thresholds=4, strategy="quantile").fit(np.r_[np.zeros(90), np.arange(1.0, 21.0)][:, None])
+    assert ties.thresholds_[0].size == np.unique(ties.thresholds_[0]).size
 
 
-@pytest.mark.parametrize("binning", ["uniform", "quantile"])
-def test_raw_thresholds_route_exactly_like_codes(binning):
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_raw_thresholds_route_exactly_like_codes(strategy):
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.normal(size=200), rng.integers(0, 4, 200), rng.integers(0, 2, 200),
                          np.round(rng.uniform(0, 5, 200), 1)])
-    b = FeatureBinner([6, 6, 6, 6], binning).fit(X)
-    probes = np.concatenate([X.ravel(), np.concatenate(b.edges_), np.nextafter(np.concatenate(b.edges_), -np.inf),
-                             rng.uniform(-4, 6, 500)])
-    for f in range(4):
-        codes = b.transform(np.tile(probes[:, None], (1, 4)))[:, f]
-        for m, t in enumerate(b.thresholds_[f]):
-            np.testing.assert_array_equal(probes <= t, codes <= m)
+    b = Binarizer(n_thresholds=5, strategy=strategy).fit(X)
+    probes = np.concatenate([X.ravel(), np.concatenate(b.thresholds_), rng.uniform(-4, 6, 500)])
+    codes = b.ordinal_transform(np.tile(probes[:, None], (1, 4)))
+    for g, cols in enumerate(b.groups_):
+        for m, k in enumerate(cols.tolist()):
+            s = b.splits_[k]
+            goes_left = probes <= s.threshold  # BINARY (0.5) and THRESHOLD send x <= t left
+            np.testing.assert_array_equal(goes_left, codes[:, g] <= m)
 
 
 def test_midpoints_of_adjacent_doubles_stay_between_the_values():
     a = 1.0
     b = np.nextafter(a, 2.0)
-    binner = FeatureBinner([None]).fit(np.array([[a], [b]]))
-    np.testing.assert_array_equal(binner.transform(np.array([[a], [b]]))[:, 0], [0, 1])
+    binner = Binarizer(strategy="all").fit(np.array([[a], [b]]))
+    np.testing.assert_array_equal(binner.ordinal_transform(np.array([[a], [b]]))[:, 0], [0, 1])

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import sparse
 
+from arboretum.exceptions import ModelFormatError
 from arboretum.tree import BINARY, CATEGORY, HYPERPLANE, LEAF, THRESHOLD, Tree, TreeBuilder
 
 ALL_KINDS = (BINARY, THRESHOLD, CATEGORY, HYPERPLANE)
@@ -408,24 +409,28 @@ def test_regression_tree():
     with pytest.raises(ValueError, match="only available for classification"):
         tree.predict_proba([[0, 1]])
     text = tree.export_text()
-    assert "|--- b <= 0.000" in text and "value: -2.000  (n=4)" in text and "value: 3.250  (n=6)" in text
+    assert "|--- b <= 0\n" in text and "value: -2  (n=4)" in text and "value: 3.25  (n=6)" in text
     assert "regression" in repr(tree)
 
 
 def test_bad_X_is_rejected_with_clear_errors():
     tree = stump(THRESHOLD)
-    with pytest.raises(ValueError, match=r"2-D array of shape \(n_samples, 3\); got 1 dimension.*reshape"):
+    with pytest.raises(ValueError, match=r"(?s)Expected 2D array, got 1D array.*reshape"):
         tree.apply([1, 2, 3])
+    with pytest.raises(ValueError, match=r"2-D array of shape \(n_samples, 3\); got 1 dimension.*reshape"):
+        tree.apply(np.array([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match="got 3 dimension"):
         tree.predict(np.zeros((2, 3, 1)))
     with pytest.raises(ValueError, match="X has 2 features .* n_features=3"):
         tree.predict_proba(np.zeros((4, 2)))
     with pytest.raises(TypeError, match="sparse"):
         tree.apply(sparse.csr_matrix(np.zeros((2, 3))))
-    with pytest.raises(TypeError, match="real numbers"):
+    with pytest.raises(ValueError, match="column 'age' of X holds the string 'a' at row 0, but it is a numeric column"):
         tree.apply(np.array([["a", "b", "c"]]))
-    with pytest.raises(TypeError, match="could not convert"):
+    with pytest.raises(ValueError, match="column 'smoker' of X holds the string 'b' at row 0"):
         tree.apply(np.array([[1, "b", None]], dtype=object))
+    # None is a missing value, which goes right like NaN
+    np.testing.assert_array_equal(tree.apply(np.array([[None, 0, 0]], dtype=object)), [2])
     assert tree.apply(np.zeros((0, 3))).shape == (0,)
     assert tree.predict(np.zeros((0, 3))).shape == (0,)
 
@@ -444,28 +449,28 @@ def test_export_text_every_split_kind():
         "|   |--- class: b  (counts [1, 4], p=0.8)\n"
     )
     text = stump(THRESHOLD).export_text()
-    assert "|--- age <= 42.500\n" in text and "|--- age >  42.500\n" in text
+    assert "|--- age <= 42.5\n" in text and "|--- age >  42.5\n" in text
     text = stump(CATEGORY, categories=[3, 1]).export_text()
     assert "|--- colour in {1, 3}\n" in text and "|--- colour not in {1, 3}\n" in text
     text = stump(HYPERPLANE, coef=[0.5, 0.0, -1.2]).export_text()
-    assert "|--- 0.5*age - 1.2*colour <= 2.000\n" in text
-    assert "|--- 0.5*age - 1.2*colour >  2.000\n" in text
+    assert "|--- 0.5*age - 1.2*colour <= 2\n" in text
+    assert "|--- 0.5*age - 1.2*colour >  2\n" in text
 
 
 def test_export_text_options_and_names():
     tree = mixed_tree()
     text = tree.export_text()
     lines = text.splitlines()
-    assert lines[0] == "|--- x[0] <= 0.250"
-    assert lines[1] == "|   |--- x[1] = 0"
+    assert lines[0] == "|--- x0 <= 0.25"
+    assert lines[1] == "|   |--- x1 = 0"
     assert lines[2] == "|   |   |--- class: 1  (counts [3, 7], p=0.7)"
-    assert "|   |   |--- 0.5*x[0] - 1.25*x[2] + 2*x[3] <= -0.125" in lines
+    assert "|   |   |--- 0.5*x0 - 1.25*x2 + 2*x3 <= -0.125" in lines
     assert "|   |   |   |--- class: 1  (counts [7, 3], p=0.7)" not in lines  # class 0 has p=0.7 there
     assert "|   |   |   |--- class: 0  (counts [7, 3], p=0.7)" in lines
     # one line per node plus one per split (two conditions, one leaf line each)
     assert len(lines) == tree.n_leaves + 2 * (tree.n_nodes - tree.n_leaves)
     named = tree.export_text(feature_names=["a", "b", "c", "d"], decimals=1, show_counts=False)
-    assert named.splitlines()[0] == "|--- a <= 0.2" or named.splitlines()[0] == "|--- a <= 0.3"
+    assert named.splitlines()[0] == "|--- a <= 0.25"  # short thresholds print exactly
     assert "counts" not in named and "|   |   |--- class: 1\n" in named
     with pytest.raises(ValueError, match="feature_names has 2 names"):
         tree.export_text(feature_names=["a", "b"])
@@ -536,9 +541,13 @@ def test_from_paren_rejects_malformed(s, match):
         Tree.from_paren(s, n_features=3)
 
 
-def test_to_paren_rejects_non_binary_and_handles_deep_trees():
-    with pytest.raises(ValueError, match="node 0 is a THRESHOLD split"):
-        stump(THRESHOLD).to_paren()
+def test_to_paren_every_split_kind_and_deep_trees():
+    assert stump(BINARY).to_paren() == "(1)"
+    assert stump(THRESHOLD).to_paren() == "([age <= 42.5])"
+    assert stump(CATEGORY, categories=[3, 1]).to_paren() == "([colour in {1, 3}])"
+    assert stump(HYPERPLANE, coef=[0.5, 0.0, -1.2]).to_paren() == "([0.5*age - 1.2*colour <= 2])"
+    expected = "((1)[a <= 0.25](([0.5*a - 1.25*c + 2*d <= -0.125])[c in {1, 3}]))"
+    assert mixed_tree().to_paren(feature_names=["a", "b", "c", "d"]) == expected
     deep = "(0" * 3000 + ")" * 3000  # a right-leaning chain, deeper than the recursion limit
     tree = Tree.from_paren(deep, 1)
     assert tree.max_depth == 3000 and tree.to_paren() == deep
@@ -613,7 +622,7 @@ def test_json_round_trip_every_split_kind(kinds, classes, tmp_path):
                 b.counts, b.depth, b.n_features, classes=classes, categories=b.categories, coefs=b.coefs,
                 feature_names=["a", "b", "c", "d"])
     d = tree.to_dict()
-    assert d["format"] == "arboretum.Tree" and d["version"] == 1
+    assert d["format"] == "arboretum.Tree" and d["version"] == 2
     assert _all_json_types(d)
     assert None in d["threshold"]  # NaN at leaves becomes None
     text = json.dumps(d, allow_nan=False)
@@ -643,14 +652,19 @@ def test_json_round_trip_regression_and_special_floats():
 
 def test_from_dict_rejects_foreign_documents():
     d = mixed_tree().to_dict()
-    with pytest.raises(ValueError, match="'format' must be 'arboretum.Tree'"):
+    with pytest.raises(ModelFormatError, match="'format' must be 'arboretum.Tree'"):
         Tree.from_dict({**d, "format": "sklearn"})
-    with pytest.raises(ValueError, match="version 2; this arboretum reads version 1"):
-        Tree.from_dict({**d, "version": 2})
-    with pytest.raises(ValueError, match=r"missing keys \['value'\]"):
+    with pytest.raises(ModelFormatError, match="version 3; this arboretum reads versions 1, 2"):
+        Tree.from_dict({**d, "version": 3})
+    with pytest.raises(ModelFormatError, match=r"missing keys \['value'\]"):
         Tree.from_dict({k: v for k, v in d.items() if k != "value"})
-    with pytest.raises(TypeError, match="needs a dict"):
+    with pytest.raises(ModelFormatError, match="must be a JSON object; got list"):
         Tree.from_dict([1, 2])
+    with pytest.raises(ModelFormatError, match="not a JSON document"):
+        Tree.from_json("{oops")
+    # version 1 (before feature_categories) is still read
+    v1 = {k: v for k, v in d.items() if k != "feature_categories"}
+    assert Tree.from_dict({**v1, "version": 1}).structurally_equal(mixed_tree())
 
 
 # ---------------------------------------------------------------------------

@@ -13,11 +13,19 @@ kind           test (sample goes left when true)
 ``HYPERPLANE`` ``dot(coefs[i], x) <= threshold[i]`` (``feature[i] == -1``)
 =============  ===========================================================
 
-Missing values (NaN) fail every test and therefore go right.
+Missing values (NaN) of numeric features fail every test and therefore go right.
+
+A tree carries what a reader needs: ``feature_names`` and, for categorical
+features, ``feature_categories`` (the category labels; a label's *code* is
+its position there).  ``apply``, ``predict`` and ``predict_proba`` take raw
+``X`` (a NumPy array or a pandas DataFrame, matched by column name when the
+tree has names) with labels in the categorical columns, and ``export_text``,
+``to_dot`` and ``to_paren`` print ``colour == red`` and ``age <= 42.5``.
 
 Trees are made with a :class:`TreeBuilder`, read back with
-:meth:`Tree.from_dict` / :meth:`Tree.from_json`, or parsed from the compact
-parenthesised notation of the MAPTree paper with :meth:`Tree.from_paren`.
+:meth:`Tree.from_dict` / :meth:`Tree.from_json` (a versioned JSON format,
+validated on load), or parsed from the compact parenthesised notation of the
+MAPTree paper with :meth:`Tree.from_paren`.
 """
 
 from __future__ import annotations
@@ -32,6 +40,8 @@ import numpy as np
 from scipy import sparse
 
 __all__ = [
+    "format_threshold",
+    "split_texts",
     "LEAF",
     "BINARY",
     "THRESHOLD",
@@ -61,7 +71,9 @@ _TASKS = ("classification", "regression")
 
 _FORMAT = "arboretum.Tree"
 _DIGITS = frozenset("0123456789")
-_VERSION = 1
+#: Version written by :meth:`Tree.to_dict`; version 1 (no ``feature_categories``) is still read.
+_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 
 # ---------------------------------------------------------------------------
@@ -100,6 +112,94 @@ def _fmt_num(x: float, decimals: int) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def format_threshold(t: float, decimals: int = 3) -> str:
+    """Text of a threshold: exact when it is short (``47.5``, ``2.45``), else rounded.
+
+    Thresholds from the :class:`~arboretum.binarizer.Binarizer` are short
+    decimals by construction and print exactly; others (fitted hyperplanes, a
+    user's ``0.1 + 0.2``) print with ``decimals`` decimal places, trailing
+    zeros dropped.
+    """
+    t = float(t)
+    if math.isfinite(t) and t == math.floor(t) and abs(t) < 1e15:
+        return str(int(t))
+    text = repr(t)
+    digits = sum(ch.isdigit() for ch in text.split("e")[0])
+    if digits <= 10:
+        return text
+    return _fmt_num(t, decimals)
+
+
+def _format_label(v: Any) -> str:
+    from .data import format_label
+
+    return format_label(v)
+
+
+def split_texts(
+    name: str, kind: int, threshold: float = math.nan, categories: Any = (), labels: Any = None,
+    decimals: int = 3,
+) -> tuple[str, str]:
+    """Texts of the left and right branches of a split on one feature.
+
+    Parameters
+    ----------
+    name : str
+        The feature's name.
+    kind : int
+        ``BINARY``, ``THRESHOLD`` or ``CATEGORY``.
+    threshold : float
+        The threshold of a ``THRESHOLD`` split (a code ``i + 0.5`` on an
+        ordered categorical feature).
+    categories : sequence of float
+        The codes sent left by a ``CATEGORY`` split.
+    labels : sequence or None
+        The feature's category labels (``Tree.feature_categories[j]``), or
+        None for a numeric feature.
+    decimals : int, default=3
+        Decimals of thresholds that are not short (:func:`format_threshold`).
+
+    Returns
+    -------
+    left, right : str
+        ``("x3 = 0", "x3 = 1")``, ``("age <= 42.5", "age >  42.5")``,
+        ``("colour == red", "colour != red")``, ``("colour in {red, blue}",
+        "colour not in {red, blue}")`` or ``("size <= M", "size >  M")``.
+    """
+    if kind == BINARY:
+        return f"{name} = 0", f"{name} = 1"
+    if kind == THRESHOLD:
+        if labels is not None:  # ordered categorical: threshold i + 0.5 on the codes
+            i = min(max(int(math.floor(threshold)), 0), len(labels) - 1)
+            label = _format_label(labels[i])
+            return f"{name} <= {label}", f"{name} >  {label}"
+        t = format_threshold(threshold, decimals)
+        return f"{name} <= {t}", f"{name} >  {t}"
+    if kind == CATEGORY:
+        if labels is not None:
+            texts = [_format_label(labels[int(c)]) if 0 <= int(c) < len(labels) else _fmt_num(c, decimals)
+                     for c in categories]
+        else:
+            texts = [_fmt_num(c, decimals) for c in categories]
+        if len(texts) == 1:
+            return f"{name} == {texts[0]}", f"{name} != {texts[0]}"
+        text = "{" + ", ".join(texts) + "}"
+        return f"{name} in {text}", f"{name} not in {text}"
+    allowed = ", ".join(f"{n} ({c})" for c, n in SPLIT_KIND_NAMES.items() if c not in (LEAF, HYPERPLANE))
+    raise ValueError(f"kind must be one of {allowed}; got {kind!r}")
+
+
+def _encode_label(v: Any, what: str) -> Any:
+    """A category or class label as a JSON value (numpy scalars become Python ones)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool) or isinstance(v, (int, str)):
+        return v
+    if isinstance(v, float):
+        return _encode_float(v)
+    raise TypeError(f"{what} must be int, float, str or bool to be serialised; got {type(v).__name__}")
+
+
 def _encode_float(v: float) -> float | str | None:
     """JSON-safe float: NaN becomes None and infinities become strings."""
     if math.isnan(v):
@@ -133,6 +233,28 @@ def _decode_floats(data: Any, ndim: int) -> np.ndarray:
     if not rows:
         return np.zeros((0,) * ndim, dtype=np.float64)
     return np.stack(rows)
+
+
+def _as_feature_categories(feature_categories: Sequence[Any] | None, n_features: int) -> list | None:
+    """Validate ``feature_categories``: None, or one entry (None or distinct labels) per feature."""
+    if feature_categories is None:
+        return None
+    fc = list(feature_categories)
+    if len(fc) != n_features:
+        raise ValueError(f"feature_categories has {len(fc)} entries but n_features={n_features}")
+    out: list = []
+    for j, labels in enumerate(fc):
+        if labels is None:
+            out.append(None)
+            continue
+        arr = np.empty(len(labels), dtype=object)
+        arr[:] = [v.item() if isinstance(v, np.generic) else v for v in labels]
+        if arr.size == 0:
+            raise ValueError(f"feature_categories[{j}] is empty; use None for a numeric feature")
+        if len(set(arr.tolist())) != arr.size:
+            raise ValueError(f"feature_categories[{j}] repeats a label: {arr.tolist()}")
+        out.append(arr)
+    return out if any(a is not None for a in out) else None
 
 
 def _as_float_vector(values: Any, what: str) -> np.ndarray:
@@ -185,13 +307,20 @@ class Tree:
         Category codes sent left at every ``CATEGORY`` node.
     coefs : dict of int to array-like, default=None
         Coefficients (length ``n_features``) of every ``HYPERPLANE`` node.
+    feature_categories : list of (array-like or None), default=None
+        For every feature, its category labels (a label's code is its
+        position) when the feature is categorical, else None.  The tree then
+        reads labels in that column of ``X`` and prints them in its splits.
+        ``CATEGORY`` splits and ``THRESHOLD`` splits on a categorical feature
+        (an ordered one, split on its codes) need it to print labels.
 
     Attributes
     ----------
     children_left, children_right, split_kind, feature, threshold, value,
-    counts, depth, n_features, classes, task, feature_names, categories, coefs
+    counts, depth, n_features, classes, task, feature_names, categories, coefs,
+    feature_categories
         As above, stored as numpy arrays with dtypes int64, int64, int8,
-        int64, float64, float64, float64, int64.
+        int64, float64, float64, float64, int64 (labels as object arrays).
     """
 
     def __init__(
@@ -211,6 +340,7 @@ class Tree:
         feature_names: Sequence[str] | None = None,
         categories: Mapping[int, Any] | None = None,
         coefs: Mapping[int, Any] | None = None,
+        feature_categories: Sequence[Any] | None = None,
     ) -> None:
         self.children_left = np.asarray(children_left, dtype=np.int64).copy()
         self.children_right = np.asarray(children_right, dtype=np.int64).copy()
@@ -232,6 +362,7 @@ class Tree:
             int(k): np.unique(np.asarray(v, dtype=np.float64)) for k, v in (categories or {}).items()
         }
         self.coefs = {int(k): np.asarray(v, dtype=np.float64).copy() for k, v in (coefs or {}).items()}
+        self.feature_categories = _as_feature_categories(feature_categories, self.n_features)
         self._validate()
 
     # -- validation ---------------------------------------------------------
@@ -336,6 +467,13 @@ class Tree:
                     raise ValueError(f"{tname}[{k}] must be finite; got {v.tolist()}")
                 if kind == CATEGORY and (v.ndim != 1 or v.size == 0):
                     raise ValueError(f"categories[{k}] must be a non-empty 1-D array of category codes")
+                if kind == CATEGORY and self.feature_categories is not None:
+                    labels = self.feature_categories[int(self.feature[k])]
+                    if labels is not None and not np.all((v >= 0) & (v < len(labels)) & (v == np.round(v))):
+                        raise ValueError(
+                            f"categories[{k}] holds codes {v.tolist()}, but feature {int(self.feature[k])} "
+                            f"has {len(labels)} categories (codes 0 to {len(labels) - 1})"
+                        )
                 if kind == HYPERPLANE and v.shape != (self.n_features,):
                     raise ValueError(
                         f"coefs[{k}] must be a vector of length n_features={self.n_features}; "
@@ -408,28 +546,58 @@ class Tree:
 
     # -- prediction ---------------------------------------------------------
 
-    def _check_X(self, X: Any) -> np.ndarray:
-        if sparse.issparse(X):
-            raise TypeError("X must be a dense array; sparse matrices are not supported")
-        X = np.asarray(X)
-        if X.dtype.kind == "O":
-            try:
-                X = X.astype(np.float64)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(f"X must contain numbers; could not convert it to float: {exc}") from None
-        elif X.dtype.kind not in "biuf":
-            raise TypeError(f"X must contain real numbers; got dtype {X.dtype}")
-        if X.ndim != 2:
-            hint = " (use X.reshape(1, -1) for a single sample)" if X.ndim == 1 else ""
+    def encode(self, X: Any) -> np.ndarray:
+        """Raw ``X`` as the numeric matrix the splits are written for.
+
+        Numeric features stay as they are (NaN is kept: it fails every test
+        and goes right); the labels of a categorical feature (one with
+        ``feature_categories[j]``) become their codes.  A DataFrame is matched
+        to ``feature_names`` by column name (extra columns are ignored) when the
+        tree has names, else by position.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_encoded : ndarray of float64, shape (n_samples, n_features)
+
+        Raises
+        ------
+        ValueError
+            On a wrong number of columns, missing named columns, a missing or
+            unseen category (naming the column, row and value).
+        TypeError
+            On a sparse matrix or values that are neither numbers nor labels.
+        """
+        from . import data as _data
+
+        if isinstance(X, np.ndarray) and X.dtype.kind in "biuf" and self.feature_categories is None:
+            if X.ndim != 2:
+                hint = " (use X.reshape(1, -1) for a single sample)" if X.ndim == 1 else ""
+                raise ValueError(
+                    f"X must be a 2-D array of shape (n_samples, {self.n_features}); got {X.ndim} dimension(s){hint}"
+                )
+            if X.shape[1] != self.n_features:
+                raise ValueError(
+                    f"X has {X.shape[1]} features (columns), but this tree uses n_features={self.n_features}"
+                )
+            return np.asarray(X, dtype=np.float64)
+        if _data._is_dataframe(X) and self.feature_names is not None:
+            columns = [str(c) for c in X.columns]
+            if columns != self.feature_names:
+                missing = [n for n in self.feature_names if n not in columns]
+                if missing:
+                    shown = ", ".join(map(repr, missing[:10])) + (", ..." if len(missing) > 10 else "")
+                    raise ValueError(f"X lacks the columns {shown} that this tree uses")
+                X = X.iloc[:, [columns.index(n) for n in self.feature_names]]
+        cols, n, _ = _data.read_columns(X)
+        if len(cols) != self.n_features:
             raise ValueError(
-                f"X must be a 2-D array of shape (n_samples, {self.n_features}); "
-                f"got {X.ndim} dimension(s){hint}"
+                f"X has {len(cols)} features (columns), but this tree uses n_features={self.n_features}"
             )
-        if X.shape[1] != self.n_features:
-            raise ValueError(
-                f"X has {X.shape[1]} features (columns), but this tree uses n_features={self.n_features}"
-            )
-        return X
+        return _data.encode_columns(cols, self.feature_categories, self.feature_names, allow_nan=True)
 
     def _goes_left(self, i: int, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
         kind = self.split_kind[i]
@@ -440,20 +608,10 @@ class Tree:
             return np.isin(column, self.categories[i])
         return column <= self.threshold[i]  # BINARY (0.5) and THRESHOLD
 
-    def apply(self, X: Any) -> np.ndarray:
-        """Return the id of the leaf reached by every sample.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        leaves : ndarray of int64, shape (n_samples,)
-        """
-        X = self._check_X(X)
-        out = np.zeros(X.shape[0], dtype=np.int64)
-        stack = [(0, np.arange(X.shape[0]))]
+    def apply_encoded(self, E: np.ndarray) -> np.ndarray:
+        """:meth:`apply` on an already encoded matrix (:meth:`encode`)."""
+        out = np.zeros(E.shape[0], dtype=np.int64)
+        stack = [(0, np.arange(E.shape[0]))]
         while stack:
             i, idx = stack.pop()
             if idx.size == 0:
@@ -461,10 +619,25 @@ class Tree:
             if self.split_kind[i] == LEAF:
                 out[idx] = i
                 continue
-            left = self._goes_left(i, X, idx)
+            left = self._goes_left(i, E, idx)
             stack.append((int(self.children_right[i]), idx[~left]))
             stack.append((int(self.children_left[i]), idx[left]))
         return out
+
+    def apply(self, X: Any) -> np.ndarray:
+        """Return the id of the leaf reached by every sample.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+            Raw values: numbers, and labels in categorical columns (see
+            :meth:`encode`).
+
+        Returns
+        -------
+        leaves : ndarray of int64, shape (n_samples,)
+        """
+        return self.apply_encoded(self.encode(X))
 
     def predict(self, X: Any) -> np.ndarray:
         """Predict a class label (classification) or a value (regression).
@@ -490,7 +663,7 @@ class Tree:
         if feature_names is None:
             feature_names = self.feature_names
         if feature_names is None:
-            return [f"x[{j}]" for j in range(self.n_features)]
+            return [f"x{j}" for j in range(self.n_features)]
         names = [str(n) for n in feature_names]
         if len(names) != self.n_features:
             raise ValueError(
@@ -498,42 +671,72 @@ class Tree:
             )
         return names
 
+    def split_text(
+        self, node: int, feature_names: Sequence[str] | None = None, decimals: int = 3
+    ) -> tuple[str, str]:
+        """Texts of the left (test true) and right branches of split ``node``.
+
+        Parameters
+        ----------
+        node : int
+            A split node.
+        feature_names : list of str, optional
+            Defaults to ``feature_names``, then ``x0, x1, ...``.
+        decimals : int, default=3
+            Decimals of thresholds that are not short and of hyperplane
+            coefficients (:func:`format_threshold`).
+
+        Returns
+        -------
+        left, right : str
+            E.g. ``("age <= 42.5", "age >  42.5")`` or ``("colour == red",
+            "colour != red")``.
+        """
+        if not 0 <= node < self.n_nodes or self.split_kind[node] == LEAF:
+            raise ValueError(f"node {node} is not a split node of this tree")
+        return self._conditions(node, self._names(feature_names), decimals)
+
     def _conditions(self, i: int, names: list[str], decimals: int) -> tuple[str, str]:
         """Return the (left, right) condition texts of split node ``i``."""
-        kind = self.split_kind[i]
+        kind = int(self.split_kind[i])
         t = self.threshold[i]
-        if kind == BINARY:
-            name = names[self.feature[i]]
-            return f"{name} = 0", f"{name} = 1"
-        if kind == THRESHOLD:
-            name = names[self.feature[i]]
-            return f"{name} <= {t:.{decimals}f}", f"{name} >  {t:.{decimals}f}"
-        if kind == CATEGORY:
-            name = names[self.feature[i]]
-            cats = "{" + ", ".join(_fmt_num(c, decimals) for c in self.categories[i]) + "}"
-            return f"{name} in {cats}", f"{name} not in {cats}"
+        if kind != HYPERPLANE:
+            f = int(self.feature[i])
+            labels = None if self.feature_categories is None else self.feature_categories[f]
+            return split_texts(names[f], kind, t, self.categories.get(i, ()), labels, decimals)
         terms = []
         for j, c in enumerate(self.coefs[i]):
             if c == 0:
                 continue
             mag = _fmt_num(abs(c), decimals)
             sign = "-" if c < 0 else "+"
-            term = f"{mag}*{names[j]}"
-            terms.append((sign, term))
+            terms.append((sign, f"{mag}*{names[j]}"))
         if not terms:
             lhs = "0"
         else:
             lhs = ("-" if terms[0][0] == "-" else "") + terms[0][1]
             lhs += "".join(f" {s} {term}" for s, term in terms[1:])
-        return f"{lhs} <= {t:.{decimals}f}", f"{lhs} >  {t:.{decimals}f}"
+        text = format_threshold(t, decimals)
+        return f"{lhs} <= {text}", f"{lhs} >  {text}"
+
+    def leaf_text(self, node: int, decimals: int = 3, show_counts: bool = True) -> str:
+        """Text of the prediction at ``node`` (any node; usually a leaf).
+
+        ``"class: setosa  (counts [50, 0, 0], p=0.913)"`` for classification
+        (the predicted class, the training counts and the predicted class's
+        probability), ``"value: 152.133  (n=42)"`` for regression.
+        """
+        if not 0 <= node < self.n_nodes:
+            raise IndexError(f"node id {node} out of range [0, {self.n_nodes - 1}]")
+        return self._leaf_text(node, decimals, show_counts)
 
     def _leaf_text(self, i: int, decimals: int, show_counts: bool, sep: str = "  ") -> str:
         counts = "[" + ", ".join(_fmt_num(c, decimals) for c in self.counts[i]) + "]"
         if self.task == "regression":
-            text = f"value: {self.value[i, 0]:.{decimals}f}"
+            text = f"value: {_fmt_num(self.value[i, 0], decimals)}"
             return text + (f"{sep}(n={_fmt_num(self.counts[i, 0], decimals)})" if show_counts else "")
         k = int(np.argmax(self.value[i]))
-        label = k if self.classes is None else self.classes[k]
+        label = k if self.classes is None else _format_label(self.classes[k])
         text = f"class: {label}"
         if show_counts:
             text += f"{sep}(counts {counts}, p={_fmt_num(self.value[i, k], decimals)})"
@@ -551,24 +754,24 @@ class Tree:
         Parameters
         ----------
         feature_names : list of str, optional
-            Defaults to ``self.feature_names``, then ``x[j]``.
+            Defaults to ``self.feature_names``, then ``x0, x1, ...``.
         decimals : int, default=3
-            Decimal places of thresholds, counts and probabilities.
+            Decimal places of counts, probabilities, values and of thresholds
+            that are not short (:func:`format_threshold`).
         show_counts : bool, default=True
             Show the training counts and the predicted probability at leaves.
         condition : callable, optional
             ``condition(node) -> (left text, right text)`` replaces the default
-            wording of a split (used, e.g., to print category labels instead
-            of their integer codes).
+            wording of a split.
 
         Returns
         -------
         text : str
             For example::
 
-                |--- age <= 42.500
+                |--- age <= 42.5
                 |   |--- class: 1  (counts [3, 17], p=0.85)
-                |--- age >  42.500
+                |--- age >  42.5
                 |   |--- class: 0  (counts [9, 1], p=0.9)
         """
         if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or decimals < 0:
@@ -630,13 +833,25 @@ class Tree:
 
     # -- parenthesised notation ---------------------------------------------
 
-    def to_paren(self) -> str:
-        """Return the MAPTree notation of a tree with only BINARY splits.
+    def to_paren(self, feature_names: Sequence[str] | None = None, decimals: int = 3) -> str:
+        """Return the tree in the parenthesised notation of the MAPTree paper.
 
-        A leaf is ``""`` and a node splitting on feature ``f`` is
-        ``"(" + left + str(f) + right + ")"``; e.g. ``"(0)"`` is a stump on
-        ``x0`` and ``"((1)0(1))"`` splits on ``x0`` then on ``x1`` on both sides.
+        A leaf is ``""`` and a split node is ``"(" + left + test + right + ")"``.
+        A ``BINARY`` split on feature ``f`` writes ``test`` as ``str(f)`` (the
+        paper's notation: ``"(0)"`` is a stump on ``x0`` and ``"((1)0(1))"``
+        splits on ``x0`` then on ``x1`` on both sides; :meth:`from_paren` reads
+        it back); every other split writes its left-branch condition in
+        brackets, e.g. ``"([petal length (cm) <= 2.45])"``.
+
+        Parameters
+        ----------
+        feature_names : list of str, optional
+            Names used in the bracketed conditions (default ``feature_names``,
+            then ``x0, x1, ...``).
+        decimals : int, default=3
+            As in :meth:`export_text`.
         """
+        names = None
         parts: list[str] = []
         stack: list[int | str] = [0]
         while stack:
@@ -647,13 +862,12 @@ class Tree:
             kind = self.split_kind[item]
             if kind == LEAF:
                 continue
-            if kind != BINARY:
-                raise ValueError(
-                    f"to_paren needs a tree with only BINARY splits; node {item} is a "
-                    f"{SPLIT_KIND_NAMES[int(kind)]} split"
-                )
-            stack.extend([")", int(self.children_right[item]), str(int(self.feature[item])),
-                          int(self.children_left[item]), "("])
+            if kind == BINARY:
+                test = str(int(self.feature[item]))
+            else:
+                names = names if names is not None else self._names(feature_names)
+                test = "[" + self._conditions(item, names, decimals)[0] + "]"
+            stack.extend([")", int(self.children_right[item]), test, int(self.children_left[item]), "("])
         return "".join(parts)
 
     @classmethod
@@ -762,18 +976,23 @@ class Tree:
     # -- serialisation ------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a dict of pure JSON types (NaN becomes None) describing the tree."""
+        """Return a dict of pure JSON types describing the tree (format ``arboretum.Tree``, version 2).
+
+        NaN becomes None and infinities the strings ``"Infinity"`` /
+        ``"-Infinity"``; class and category labels must be int, float, str or
+        bool.
+        """
         if self.classes is None:
             classes, classes_dtype = None, None
         else:
-            classes = self.classes.tolist()
-            for c in classes:
-                if not isinstance(c, (int, float, str, bool)):
-                    raise TypeError(
-                        "class labels must be int, float, str or bool to be serialised; "
-                        f"got {type(c).__name__}"
-                    )
-            classes_dtype = self.classes.dtype.str
+            classes = [_encode_label(c, "class labels") for c in self.classes.tolist()]
+            classes_dtype = self.classes.dtype.str if self.classes.dtype.kind != "O" else None
+        feature_categories = None
+        if self.feature_categories is not None:
+            feature_categories = [
+                None if labels is None else [_encode_label(v, "category labels") for v in labels.tolist()]
+                for labels in self.feature_categories
+            ]
         return {
             "format": _FORMAT,
             "version": _VERSION,
@@ -782,6 +1001,7 @@ class Tree:
             "classes": classes,
             "classes_dtype": classes_dtype,
             "feature_names": None if self.feature_names is None else list(self.feature_names),
+            "feature_categories": feature_categories,
             "children_left": self.children_left.tolist(),
             "children_right": self.children_right.tolist(),
             "split_kind": self.split_kind.tolist(),
@@ -796,40 +1016,80 @@ class Tree:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Tree:
-        """Rebuild a tree from the output of :meth:`to_dict`."""
+        """Rebuild a tree from the output of :meth:`to_dict` (versions 1 and 2).
+
+        Raises
+        ------
+        arboretum.exceptions.ModelFormatError
+            If ``d`` is not a serialised tree, has an unknown version, or any
+            entry is missing, of the wrong type or inconsistent (the message
+            says which).  Nothing in ``d`` is executed.
+        """
+        from .exceptions import ModelFormatError
+
         if not isinstance(d, Mapping):
-            raise TypeError(f"from_dict needs a dict; got {type(d).__name__}")
+            raise ModelFormatError(f"a serialised tree must be a JSON object; got {type(d).__name__}")
         if d.get("format") != _FORMAT:
-            raise ValueError(f"not a serialised tree: 'format' must be {_FORMAT!r}; got {d.get('format')!r}")
-        if d.get("version") != _VERSION:
-            raise ValueError(
-                f"unsupported {_FORMAT} version {d.get('version')!r}; this arboretum reads version {_VERSION}"
+            raise ModelFormatError(f"not a serialised tree: 'format' must be {_FORMAT!r}; got {d.get('format')!r}")
+        version = d.get("version")
+        if isinstance(version, bool) or version not in _READABLE_VERSIONS:
+            raise ModelFormatError(
+                f"unsupported {_FORMAT} version {version!r}; this arboretum reads versions "
+                f"{', '.join(map(str, _READABLE_VERSIONS))}"
             )
         required = ("task", "n_features", "children_left", "children_right", "split_kind",
                     "feature", "threshold", "value", "counts", "depth")
         missing = [k for k in required if k not in d]
         if missing:
-            raise ValueError(f"serialised tree is missing keys {missing}")
-        classes = d.get("classes")
-        if classes is not None:
-            dtype = d.get("classes_dtype")
-            classes = np.asarray(classes, dtype=np.dtype(dtype) if dtype else None)
-        return cls(
-            d["children_left"],
-            d["children_right"],
-            d["split_kind"],
-            d["feature"],
-            _decode_floats(d["threshold"], 1),
-            _decode_floats(d["value"], 2),
-            _decode_floats(d["counts"], 2),
-            d["depth"],
-            int(d["n_features"]),
-            classes=classes,
-            task=d["task"],
-            feature_names=d.get("feature_names"),
-            categories={int(k): _decode_floats(v, 1) for k, v in (d.get("categories") or {}).items()},
-            coefs={int(k): _decode_floats(v, 1) for k, v in (d.get("coefs") or {}).items()},
-        )
+            raise ModelFormatError(f"serialised tree is missing keys {missing}")
+        try:
+            classes = d.get("classes")
+            if classes is not None:
+                if not isinstance(classes, list):
+                    raise TypeError(f"'classes' must be a list; got {type(classes).__name__}")
+                dtype = d.get("classes_dtype")
+                if dtype is not None and (not isinstance(dtype, str) or np.dtype(dtype).kind not in "biufUS"):
+                    raise ValueError(f"'classes_dtype' {dtype!r} is not a dtype of labels")
+                classes = np.asarray(classes, dtype=np.dtype(dtype) if dtype else None)
+                if dtype is None and classes.dtype.kind not in "biufUSO":
+                    classes = np.asarray(classes, dtype=object)
+            for key in ("children_left", "children_right", "split_kind", "feature", "depth"):
+                if not isinstance(d[key], list) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in d[key]
+                ):
+                    raise TypeError(f"'{key}' must be a list of integers")
+            for key in ("categories", "coefs"):
+                if d.get(key) is not None and not isinstance(d[key], Mapping):
+                    raise TypeError(f"'{key}' must be an object mapping node ids to lists of numbers")
+            names = d.get("feature_names")
+            if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+                raise TypeError("'feature_names' must be a list of strings or null")
+            fc = d.get("feature_categories")
+            if fc is not None and (not isinstance(fc, list) or not all(v is None or isinstance(v, list) for v in fc)):
+                raise TypeError("'feature_categories' must be a list of (lists of labels or null)")
+            if not isinstance(d["n_features"], int) or isinstance(d["n_features"], bool):
+                raise TypeError("'n_features' must be an integer")
+            return cls(
+                d["children_left"],
+                d["children_right"],
+                d["split_kind"],
+                d["feature"],
+                _decode_floats(d["threshold"], 1),
+                _decode_floats(d["value"], 2),
+                _decode_floats(d["counts"], 2),
+                d["depth"],
+                d["n_features"],
+                classes=classes,
+                task=d["task"],
+                feature_names=names,
+                categories={int(k): _decode_floats(v, 1) for k, v in (d.get("categories") or {}).items()},
+                coefs={int(k): _decode_floats(v, 1) for k, v in (d.get("coefs") or {}).items()},
+                feature_categories=fc,
+            )
+        except ModelFormatError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError) as exc:
+            raise ModelFormatError(f"invalid serialised tree: {exc}") from None
 
     def to_json(self, path: str | os.PathLike | None = None, **json_kwargs: Any) -> str:
         """Return the tree as a JSON string, also writing it to ``path`` if given."""
@@ -841,13 +1101,27 @@ class Tree:
 
     @classmethod
     def from_json(cls, path_or_str: str | os.PathLike) -> Tree:
-        """Read a tree from a JSON string or from the path of a JSON file."""
+        """Read a tree from a JSON string or from the path of a JSON file.
+
+        Raises
+        ------
+        arboretum.exceptions.ModelFormatError
+            If the text is not JSON or not a valid serialised tree.
+        FileNotFoundError
+            If the path does not exist.
+        """
+        from .exceptions import ModelFormatError
+
         if isinstance(path_or_str, str) and path_or_str.lstrip().startswith("{"):
             text = path_or_str
         else:
             with open(path_or_str, encoding="utf-8") as fh:
                 text = fh.read()
-        return cls.from_dict(json.loads(text))
+        try:
+            d = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ModelFormatError(f"not a JSON document: {exc}") from None
+        return cls.from_dict(d)
 
     # -- comparison and display ---------------------------------------------
 
@@ -912,6 +1186,8 @@ class TreeBuilder:
         Class labels (classification); fixes the number of value columns.
     task : {"classification", "regression"}, default="classification"
     feature_names : list of str, optional
+    feature_categories : list of (array-like or None), optional
+        Category labels of the categorical features (see :class:`Tree`).
 
     Examples
     --------
@@ -930,6 +1206,7 @@ class TreeBuilder:
         classes: Any = None,
         task: str = "classification",
         feature_names: Sequence[str] | None = None,
+        feature_categories: Sequence[Any] | None = None,
     ) -> None:
         if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
             raise ValueError(f"n_features must be an integer >= 1; got {n_features!r}")
@@ -949,6 +1226,7 @@ class TreeBuilder:
                     f"feature_names has {len(feature_names)} names but n_features={self.n_features}"
                 )
         self.feature_names = feature_names
+        self.feature_categories = _as_feature_categories(feature_categories, self.n_features)
         self._n_values: int | None = None if classes is None else int(classes.shape[0])
         self._counts: list[np.ndarray] = []
         self._value: list[np.ndarray] = []
@@ -1139,4 +1417,5 @@ class TreeBuilder:
             feature_names=self.feature_names,
             categories=self._categories,
             coefs=self._coefs,
+            feature_categories=self.feature_categories,
         )

@@ -1,0 +1,644 @@
+"""The one discretiser of arboretum: raw columns to yes/no questions with readable names.
+
+Every model that cannot split raw values directly uses a :class:`Binarizer`:
+MAPTree and the samplers search over its binary questions
+(:meth:`Binarizer.transform`), BCART-PCFG over its *ordinal codes*
+(:meth:`Binarizer.ordinal_transform`: per raw column, the number of its
+threshold questions a value is above).  Both views come from the same
+thresholds, so the same parameters mean the same thing in every model, and a
+tree learnt on either view is rewritten as a tree on the raw columns
+(:meth:`Binarizer.raw_tree`), which predicts from raw ``X`` and prints the
+raw questions (``age <= 42.5``, ``colour == red``).
+
+How thresholds are chosen (numeric columns, and ordered categoricals over
+their category order): a cut always lies between two consecutive distinct
+training values ``a < b`` and is printed as the shortest decimal ``t`` with
+``a <= t < b`` near their midpoint, so ``x <= t`` holds for exactly the
+training values up to ``a``.  A column with at most ``n_thresholds + 1``
+distinct values is cut between every two of them; otherwise
+
+- ``strategy="quantile"`` places ``n_thresholds`` edges at the empirical
+  quantiles ``1/(n+1), ..., n/(n+1)`` of the column (``numpy.quantile``),
+- ``strategy="uniform"`` at equal-width positions between the minimum and the
+  maximum,
+
+and each edge ``e`` becomes the cut below the smallest training value
+``>= e`` (a value equal to an edge goes *up*, the rule of the BCART-PCFG
+paper; an edge at the minimum cuts just above it); cuts that coincide are
+merged, so a column may get fewer.
+``strategy="all"`` cuts between every two distinct values.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import data as _data
+from .data import Check, Interval, Options
+from .tree import BINARY, CATEGORY, LEAF, THRESHOLD, Tree, TreeBuilder, split_texts
+
+__all__ = ["Binarizer", "BinarySplit", "STRATEGIES"]
+
+#: Values of the ``strategy`` parameter.
+STRATEGIES = ("quantile", "uniform", "all")
+
+
+class BinarySplit(NamedTuple):
+    """The raw split that one binary column of a :class:`Binarizer` stands for.
+
+    The split is written in the convention of :class:`arboretum.tree.Tree`, on
+    the *encoded* raw matrix (:meth:`Binarizer.encode`: numbers as they are,
+    categories as integer codes).
+
+    Attributes
+    ----------
+    column : int
+        Index of the raw column.
+    kind : int
+        :data:`~arboretum.tree.BINARY`: the raw column was 0/1 (or boolean);
+        the binary value is 1 iff ``x > 0.5`` (the Tree's *right* branch).
+        :data:`~arboretum.tree.THRESHOLD`: the binary value is 1 iff
+        ``x <= threshold`` (the *left* branch); for an ordered categorical
+        column ``x`` is the category code.
+        :data:`~arboretum.tree.CATEGORY`: the binary value is 1 iff the
+        category code of ``x`` is one of ``categories`` (the *left* branch).
+    threshold : float
+        ``THRESHOLD``: the threshold; ``BINARY``: 0.5; ``CATEGORY``: NaN.
+    categories : tuple of float
+        ``CATEGORY``: the category codes (positions in
+        ``Binarizer.categories_[column]``) whose binary value is 1; empty for
+        the other kinds.
+    """
+
+    column: int
+    kind: int
+    threshold: float
+    categories: tuple[float, ...] = ()
+
+    @property
+    def one_goes_left(self) -> bool:
+        """Whether binary value 1 is the *left* branch of the raw split (THRESHOLD, CATEGORY)."""
+        return self.kind != BINARY
+
+
+def short_threshold(lo: float, hi: float) -> float:
+    """A short decimal ``t`` with ``lo <= t < hi``, near their midpoint.
+
+    The midpoint rounded to 4 significant digits when that still lies strictly
+    between them, else to 5, 6, ... digits; so ``1.9`` and ``2.0`` give
+    ``1.95`` and ``1000`` and ``1001`` give ``1000.5``.
+    """
+    mid = lo + (hi - lo) / 2.0
+    for digits in range(4, 18):
+        t = float(f"{mid:.{digits}g}")
+        if lo < t < hi:
+            return t
+    return mid if lo <= mid < hi else lo  # lo and hi are adjacent floats
+
+
+def cut_positions(values: np.ndarray, x: np.ndarray, n_thresholds: int | None, strategy: str) -> np.ndarray:
+    """Where to cut the sorted distinct ``values`` of a column whose samples are ``x``.
+
+    Position ``i`` means a cut between ``values[i]`` and ``values[i + 1]``.
+    ``n_thresholds=None`` or ``strategy="all"`` cuts everywhere (so does a
+    column with at most ``n_thresholds + 1`` values); "quantile" and "uniform"
+    place ``n_thresholds`` edges (module docstring) and cut below the first
+    value at or above each edge.
+    """
+    k = values.shape[0]
+    if k < 2:
+        return np.zeros(0, dtype=np.int64)
+    if strategy == "all" or n_thresholds is None or k - 1 <= n_thresholds:
+        return np.arange(k - 1)
+    if strategy == "uniform":
+        edges = np.linspace(values[0], values[-1], n_thresholds + 2)[1:-1]
+    else:
+        edges = np.quantile(x, np.arange(1, n_thresholds + 1) / (n_thresholds + 1))
+    # below the first value at or above each edge; an edge at the minimum (a column whose smallest
+    # value holds most samples) cuts just above it rather than nowhere
+    pos = np.clip(np.searchsorted(values, edges, side="left") - 1, 0, k - 2)
+    return np.unique(pos)
+
+
+def _sorted_labels(labels: list) -> list:
+    try:
+        return sorted(labels)
+    except TypeError:  # labels of types that do not compare, e.g. str and int
+        return sorted(labels, key=lambda v: (type(v).__name__, str(v)))
+
+
+def _column_spec_ok(spec: Any) -> bool:
+    if isinstance(spec, (str, numbers.Integral)) and not isinstance(spec, (bool, np.bool_)):
+        return True
+    items = list(spec)
+    if items and all(isinstance(v, (bool, np.bool_)) for v in items):
+        return True
+    return all(
+        isinstance(v, str) or (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)))
+        for v in items
+    )
+
+
+def _per_column_ok(d: Any) -> bool:
+    if not isinstance(d, Mapping):
+        return False
+    for key, value in d.items():
+        if not (isinstance(key, str) or (isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)))):
+            return False
+        if value is not None and not Interval(numbers.Integral, 1, None).accepts(value):
+            return False
+    return True
+
+
+class Binarizer(TransformerMixin, BaseEstimator):
+    """Turn raw features (numbers, booleans, categories) into named binary questions.
+
+    Every output column is a yes/no question about one raw column:
+
+    - a **0/1 or boolean** column stays one binary column named after it
+      (value 1 iff ``x > 0.5``);
+    - a **numeric** column gives columns ``x <= t`` (value 1 iff ``x <= t``),
+      named like ``"age <= 42.5"``, for thresholds ``t`` between consecutive
+      distinct training values (see the module docstring for how they are
+      chosen);
+    - a **categorical** column (object, string or ``category`` dtype, or listed
+      in ``categorical``) gives one-hot columns ``"colour == red"`` (value 1 iff
+      ``x == red``; a column with only two categories gives one column, for the
+      second), or, for a pandas *ordered* categorical with
+      ``encoding="ordered"``, threshold columns over the category order
+      (``"size <= M"``).
+
+    Each output column remembers the raw split it stands for (``splits_``).
+    The questions of one raw column form *ordinal groups* (``groups_``): all
+    thresholds of a numeric or ordered column, in increasing order, or a
+    single one-hot or 0/1 question; :meth:`ordinal_transform` gives one
+    integer code per group (BCART-PCFG's view of the data).
+
+    Missing values are not supported (NaN, None or infinity raise a
+    ``ValueError`` naming the column and row), and a category not seen in
+    ``fit`` raises a ``ValueError`` naming the column and the value: nothing is
+    dropped silently.
+
+    Parameters
+    ----------
+    n_thresholds : int, default=8
+        The most thresholds per numeric (or ordered categorical) column; a
+        column with at most ``n_thresholds + 1`` distinct values is cut
+        between every two.
+    strategy : {"quantile", "uniform", "all"}, default="quantile"
+        Where the thresholds go (module docstring): at the quantiles, at
+        equal widths, or between every two distinct values (what CART
+        considers; many columns for continuous data).
+    categorical : None, array-like of int or str, or array-like of bool, default=None
+        Columns to treat as categorical whatever their dtype (indices, names
+        of DataFrame columns, or a boolean mask over the columns).  Object,
+        string and ``category`` columns are categorical anyway; object columns
+        that hold only numbers are numeric.
+    encoding : {"ordered", "onehot"}, default="ordered"
+        ``"ordered"``: pandas ordered categoricals get thresholds over their
+        declared order; other categorical columns are one-hot encoded.
+        ``"onehot"``: every categorical column is one-hot encoded.
+    column_n_thresholds : dict or None, default=None
+        Per-column overrides of ``n_thresholds``: ``{column index or name: int
+        >= 1, or None for a cut between every two values}``.
+
+    Attributes
+    ----------
+    column_kinds_ : list of str
+        For every raw column: ``"binary"``, ``"numeric"``, ``"categorical"``
+        (one-hot) or ``"ordered"``.
+    categories_ : list of (ndarray of object or None)
+        For a categorical or ordered column, the categories seen in ``fit``;
+        a category's *code* is its position here (declared order for pandas
+        categoricals, sorted order otherwise).  None for other columns.
+    thresholds_ : list of ndarray of float
+        For a numeric column its thresholds (on the values); for an ordered
+        column its thresholds on the codes (``i + 0.5`` for "at most the
+        ``i``-th category"); empty for the other columns.
+    splits_ : list of BinarySplit
+        For every output column, the raw split it stands for.
+    groups_ : list of ndarray of int
+        The output columns of every ordinal group, in increasing order of
+        threshold (:meth:`ordinal_transform`).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` was a DataFrame with string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from arboretum import Binarizer
+    >>> X = np.array([[1.0, 0], [2.0, 1], [3.5, 1], [9.0, 0]])
+    >>> b = Binarizer(n_thresholds=2).fit(X)
+    >>> b.get_feature_names_out().tolist()
+    ['x0 <= 1.5', 'x0 <= 6.25', 'x1']
+    >>> b.transform(X)
+    array([[1, 1, 0],
+           [0, 1, 1],
+           [0, 1, 1],
+           [0, 0, 0]], dtype=uint8)
+    >>> b.ordinal_transform(X)
+    array([[0, 0],
+           [1, 1],
+           [1, 1],
+           [2, 0]], dtype=int32)
+    """
+
+    _parameter_constraints: dict = {
+        "n_thresholds": [Interval(numbers.Integral, 1, None)],
+        "strategy": [Options(STRATEGIES)],
+        "categorical": [
+            None,
+            Check(_column_spec_ok, "a list of column indices or names, or a boolean mask over the columns"),
+        ],
+        "encoding": [Options(("ordered", "onehot"))],
+        "column_n_thresholds": [
+            None,
+            Check(_per_column_ok, "a dict {column index or name: int >= 1 or None}"),
+        ],
+    }
+
+    def __init__(
+        self,
+        n_thresholds: int = 8,
+        strategy: str = "quantile",
+        categorical: Any = None,
+        encoding: str = "ordered",
+        column_n_thresholds: Mapping[int | str, int | None] | None = None,
+    ) -> None:
+        self.n_thresholds = n_thresholds
+        self.strategy = strategy
+        self.categorical = categorical
+        self.encoding = encoding
+        self.column_n_thresholds = column_n_thresholds
+
+    # -- column selection ----------------------------------------------------------------
+    def _column_index(self, key: Any, what: str, n_features: int, names: list[str] | None) -> int:
+        if isinstance(key, str):
+            if names is None or key not in names:
+                where = f"columns: {names}" if names is not None else "X has no column names"
+                raise ValueError(f"{what} names column {key!r}, which is not a column of X ({where})")
+            return names.index(key)
+        if not 0 <= int(key) < n_features:
+            raise ValueError(f"{what} holds column index {int(key)}, outside [0, {n_features - 1}]")
+        return int(key)
+
+    def _categorical_mask(self, n_features: int, names: list[str] | None) -> np.ndarray:
+        """Boolean mask of the columns listed in ``categorical``."""
+        mask = np.zeros(n_features, dtype=bool)
+        spec = self.categorical
+        if spec is None:
+            return mask
+        if isinstance(spec, (str, numbers.Integral)):
+            spec = [spec]
+        items = list(spec)
+        if items and all(isinstance(v, (bool, np.bool_)) for v in items):
+            if len(items) != n_features:
+                raise ValueError(
+                    f"categorical as a boolean mask needs one entry per column ({n_features}); got {len(items)}"
+                )
+            return np.asarray(items, dtype=bool)
+        for v in items:
+            mask[self._column_index(v, "categorical", n_features, names)] = True
+        return mask
+
+    def _n_thresholds_per_column(self, n_features: int, names: list[str] | None) -> list[int | None]:
+        out: list[int | None] = [self.n_thresholds] * n_features
+        for key, value in (self.column_n_thresholds or {}).items():
+            out[self._column_index(key, "column_n_thresholds", n_features, names)] = value
+        return out
+
+    def _names(self) -> list[str] | None:
+        return [str(n) for n in self.feature_names_in_] if hasattr(self, "feature_names_in_") else None
+
+    # -- fitting ---------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None) -> "Binarizer":
+        """Learn the kind, thresholds and categories of every column of ``X``.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+            Raw features: numbers, booleans, strings or categories; no missing
+            values.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : Binarizer
+        """
+        _data.validate_params(self)
+        columns, _, names = _data.read_columns(X, self, reset=True)
+        forced = self._categorical_mask(len(columns), names)
+        per_column = self._n_thresholds_per_column(len(columns), names)
+        kinds: list[str] = []
+        categories: list = []
+        thresholds: list[np.ndarray] = []
+        splits: list[BinarySplit] = []
+        groups: list[np.ndarray] = []
+
+        def add_group(new: list[BinarySplit]) -> None:
+            start = len(splits)
+            splits.extend(new)
+            groups.append(np.arange(start, start + len(new)))
+
+        for j, col in enumerate(columns):
+            kind, declared = _data.column_kind(col, j, names, forced=bool(forced[j]),
+                                               ordered=self.encoding == "ordered")
+            cats = None
+            cuts = np.zeros(0, dtype=np.float64)
+            if kind in ("binary", "numeric"):
+                x = _data.numeric_values(col, j, names)
+                values = np.unique(x)
+                if kind == "binary" or (values.size == 2 and values[0] == 0 and values[1] == 1):
+                    kind = "binary"
+                    if values.size == 2:
+                        add_group([BinarySplit(j, BINARY, 0.5)])
+                else:
+                    pos = cut_positions(values, x, per_column[j], self.strategy)
+                    cuts = np.array([short_threshold(values[i], values[i + 1]) for i in pos], dtype=np.float64)
+                    if cuts.size:
+                        add_group([BinarySplit(j, THRESHOLD, float(t)) for t in cuts])
+            else:
+                labels = _data.label_values(col, j, names)
+                seen = dict.fromkeys(labels.tolist())
+                order = [c for c in declared if c in seen] if declared is not None else _sorted_labels(list(seen))
+                cats = np.empty(len(order), dtype=object)
+                cats[:] = order
+                code = {c: i for i, c in enumerate(order)}
+                if kind == "ordered":
+                    codes = np.array([code[v] for v in labels.tolist()], dtype=np.float64)
+                    pos = cut_positions(np.arange(len(order), dtype=np.float64), codes, per_column[j], self.strategy)
+                    cuts = pos.astype(np.float64) + 0.5
+                    if cuts.size:
+                        add_group([BinarySplit(j, THRESHOLD, float(t)) for t in cuts])
+                elif len(order) == 2:
+                    add_group([BinarySplit(j, CATEGORY, math.nan, (1.0,))])
+                elif len(order) > 2:
+                    for c in range(len(order)):
+                        add_group([BinarySplit(j, CATEGORY, math.nan, (float(c),))])
+            kinds.append(kind)
+            categories.append(cats)
+            thresholds.append(cuts)
+        self.column_kinds_ = kinds
+        self.categories_ = categories
+        self.thresholds_ = thresholds
+        self.splits_ = splits
+        self.groups_ = groups
+        return self
+
+    def _check_loaded(self) -> None:
+        """Check that loaded fitted attributes fit together (raise on anything inconsistent)."""
+        d = self.n_features_in_
+        if not isinstance(d, int) or d < 1:
+            raise ValueError("n_features_in_ must be a positive integer")
+        for name in ("column_kinds_", "categories_", "thresholds_"):
+            if not isinstance(getattr(self, name), list) or len(getattr(self, name)) != d:
+                raise ValueError(f"{name} must be a list with one entry per column")
+        if any(k not in ("binary", "numeric", "categorical", "ordered") for k in self.column_kinds_):
+            raise ValueError(f"unknown column kind in {self.column_kinds_}")
+        if not all(isinstance(s, BinarySplit) and 0 <= s.column < d for s in self.splits_):
+            raise ValueError("splits_ must be BinarySplits of existing columns")
+        flat = sorted(int(k) for g in self.groups_ for k in np.asarray(g).tolist())
+        if flat != list(range(len(self.splits_))):
+            raise ValueError("groups_ must hold every output column once")
+        for s in self.splits_:
+            cats = self.categories_[s.column]
+            if s.kind == CATEGORY and (cats is None or not all(0 <= c < len(cats) for c in s.categories)):
+                raise ValueError(f"split {s} refers to a category that column {s.column} does not have")
+
+    # -- transforming ----------------------------------------------------------------------
+    def _encode(self, X: Any, *, check_names: bool = True) -> np.ndarray:
+        check_is_fitted(self, "splits_")
+        columns, _, _ = _data.read_columns(X, self, reset=False, check_names=check_names)
+        return _data.encode_columns(columns, self.categories_, self._names())
+
+    def encode(self, X: Any) -> np.ndarray:
+        """The raw columns as numbers: categories become their integer codes.
+
+        This is the matrix that the raw splits of ``splits_`` are written for:
+        numeric and 0/1 columns as they are (booleans as 0/1), categorical and
+        ordered columns as the position of the value in ``categories_[j]``.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        X_encoded : ndarray of float64, shape (n_samples, n_features_in_)
+
+        Raises
+        ------
+        ValueError
+            On missing values or infinity, and on categories not seen in ``fit``
+            (the message names the column, the row and the value).
+        """
+        return self._encode(X)
+
+    def binarize_encoded(self, E: np.ndarray) -> np.ndarray:
+        """The binary questions of an encoded matrix (:meth:`encode`)."""
+        out = np.empty((E.shape[0], len(self.splits_)), dtype=np.uint8)
+        for k, s in enumerate(self.splits_):
+            x = E[:, s.column]
+            if s.kind == BINARY:
+                out[:, k] = x > 0.5
+            elif s.kind == THRESHOLD:
+                out[:, k] = x <= s.threshold
+            else:
+                out[:, k] = np.isin(x, s.categories)
+        return out
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Binary features of ``X``: column ``k`` answers the question ``splits_[k]``.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        X_binary : ndarray of uint8, shape (n_samples, len(splits_))
+        """
+        return self.binarize_encoded(self._encode(X))
+
+    def ordinal_encoded(self, E: np.ndarray) -> np.ndarray:
+        """The ordinal codes of an encoded matrix (:meth:`ordinal_transform`)."""
+        B = self.binarize_encoded(E)
+        out = np.empty((E.shape[0], len(self.groups_)), dtype=np.int32)
+        for g, cols in enumerate(self.groups_):
+            goes_right = B[:, cols] if self.splits_[cols[0]].kind == BINARY else 1 - B[:, cols]
+            out[:, g] = goes_right.sum(axis=1)
+        return out
+
+    def ordinal_transform(self, X: Any) -> np.ndarray:
+        """One integer code per ordinal group: how many of its questions send ``x`` right.
+
+        For a numeric column with thresholds ``t_0 < t_1 < ...`` the code of
+        ``x`` is the number of thresholds below ``x``, so ``code <= m`` exactly
+        when ``x <= t_m``: the grammar of BCART-PCFG splits these codes.  A
+        one-hot question ``colour == red`` has code 0 for red and 1 otherwise,
+        a 0/1 column its value.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        codes : ndarray of int32, shape (n_samples, len(groups_))
+        """
+        return self.ordinal_encoded(self._encode(X))
+
+    @property
+    def n_codes_(self) -> np.ndarray:
+        """Number of codes of every ordinal group (its questions + 1)."""
+        check_is_fitted(self, "groups_")
+        return np.array([len(g) + 1 for g in self.groups_], dtype=np.int64)
+
+    def coarsened(self) -> "Binarizer | None":
+        """A copy that keeps every other threshold of each group of two or more.
+
+        Used by BCART-PCFG to fit a smaller grammar when a limit stops the
+        requested one.  The largest threshold of a group is kept whenever it
+        holds an odd number.  Returns None when no group can lose a threshold.
+        """
+        check_is_fitted(self, "groups_")
+        if all(len(g) < 2 for g in self.groups_):
+            return None
+        keep: list[int] = []
+        for g in self.groups_:
+            keep.extend(g[(len(g) - 1) % 2::2].tolist())  # every other one, the largest included
+        return self._subset(sorted(keep))
+
+    def _subset(self, keep: Sequence[int]) -> "Binarizer":
+        """A fitted copy with only the output columns ``keep`` (sorted, within their groups)."""
+        import copy
+
+        out = copy.copy(self)
+        keep_set = set(keep)
+        new_index = {old: new for new, old in enumerate(keep)}
+        out.splits_ = [self.splits_[k] for k in keep]
+        out.groups_ = [np.array([new_index[k] for k in g if k in keep_set], dtype=np.int64) for g in self.groups_]
+        out.groups_ = [g for g in out.groups_ if g.size]
+        out.thresholds_ = [
+            np.array([s.threshold for s in out.splits_ if s.column == j and s.kind == THRESHOLD], dtype=np.float64)
+            for j in range(self.n_features_in_)
+        ]
+        return out
+
+    # -- trees on the raw columns --------------------------------------------------------------
+    def feature_categories(self) -> list:
+        """The category labels of every raw column (None for numeric and 0/1 columns), for a Tree."""
+        check_is_fitted(self, "splits_")
+        return [None if c is None else c.copy() for c in self.categories_]
+
+    def raw_tree(self, tree: Tree, feature_names: Sequence[str] | None = None) -> Tree:
+        """Rewrite a tree of BINARY splits on the output columns as a tree on the raw columns.
+
+        A binary column is 0 on the left branch of the search tree and 1 on the
+        right.  A ``x <= t`` question (THRESHOLD) or ``x == c`` question
+        (CATEGORY) is 1 on the *left* branch of its raw split, so those nodes
+        swap their children; 0/1 columns keep a BINARY split.  Node ids are
+        kept; the result predicts from raw ``X`` and carries the category
+        labels and feature names.
+        """
+        check_is_fitted(self, "splits_")
+        names = list(feature_names) if feature_names is not None else self._names()
+        b = TreeBuilder(
+            self.n_features_in_, classes=tree.classes, task=tree.task, feature_names=names,
+            feature_categories=self.feature_categories(),
+        )
+        for i in range(tree.n_nodes):
+            b.add_node(tree.counts[i], tree.value[i], int(tree.depth[i]))
+        for i in np.flatnonzero(tree.split_kind != LEAF).tolist():
+            if tree.split_kind[i] != BINARY:
+                raise ValueError(f"node {i} of the tree is not a BINARY split on a column of the Binarizer")
+            s = self.splits_[int(tree.feature[i])]
+            zero, one = int(tree.children_left[i]), int(tree.children_right[i])
+            if s.kind == BINARY:
+                b.set_split(i, BINARY, s.column, 0.5, zero, one)
+            elif s.kind == THRESHOLD:
+                b.set_split(i, THRESHOLD, s.column, s.threshold, one, zero)
+            else:
+                b.set_split(i, CATEGORY, s.column, None, one, zero, categories=s.categories)
+        return b.build()
+
+    # -- names -----------------------------------------------------------------------------
+    def condition_text(
+        self,
+        column: int,
+        kind: int,
+        threshold: float = math.nan,
+        categories: Any = (),
+        feature_names: Sequence[str] | None = None,
+    ) -> tuple[str, str]:
+        """Readable texts of the left and right branches of a raw split.
+
+        The split is in the convention of :class:`arboretum.tree.Tree` on the
+        encoded matrix (:meth:`encode`).  Category codes are shown as their
+        labels, thresholds exactly.
+
+        Returns
+        -------
+        left, right : str
+            E.g. ``("age <= 42.5", "age >  42.5")``, ``("colour == red",
+            "colour != red")`` or ``("size <= M", "size >  M")``.
+        """
+        check_is_fitted(self, "splits_")
+        if feature_names is not None and len(feature_names) != self.n_features_in_:
+            raise ValueError(
+                f"feature_names has {len(feature_names)} names but the Binarizer has "
+                f"{self.n_features_in_} input columns"
+            )
+        names = [str(f) for f in feature_names] if feature_names is not None else self._names()
+        name = names[column] if names is not None else f"x{column}"
+        if kind == CATEGORY and self.categories_[column] is None:
+            raise ValueError(f"column {column} is not categorical; a CATEGORY split needs one")
+        return split_texts(name, kind, threshold, categories, self.categories_[column])
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the binary columns: ``"age <= 42.5"``, ``"colour == red"``, ``"smoker"``.
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Names of the raw columns; must equal ``feature_names_in_`` when
+            that exists.  Default: ``feature_names_in_`` or ``x0, x1, ...``.
+
+        Returns
+        -------
+        names : ndarray of str (object dtype)
+        """
+        check_is_fitted(self, "splits_")
+        names = None
+        if input_features is not None:
+            names = [str(f) for f in input_features]
+            if len(names) != self.n_features_in_:
+                raise ValueError(
+                    f"input_features should have length equal to number of features "
+                    f"({self.n_features_in_}), got {len(names)}"
+                )
+            if hasattr(self, "feature_names_in_") and not np.array_equal(names, self.feature_names_in_):
+                raise ValueError("input_features is not equal to feature_names_in_")
+        out = []
+        for s in self.splits_:
+            if s.kind == BINARY:
+                out.append(names[s.column] if names is not None else (self._names() or [f"x{j}" for j in range(self.n_features_in_)])[s.column])
+            else:
+                out.append(self.condition_text(s.column, s.kind, s.threshold, s.categories, names)[0])
+        return np.asarray(out, dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = []
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags

@@ -1,0 +1,48 @@
+"""The exception and warning classes of arboretum.
+
+Every estimator raises and warns with these, so that a user can catch one
+class whatever the model:
+
+:class:`InvalidParameterError`
+    A parameter value that is not allowed (raised by ``fit`` before any data
+    is read).  It is both a :class:`ValueError` and a :class:`TypeError`, as
+    scikit-learn's own ``InvalidParameterError`` is.
+:class:`LimitWarning`
+    A limit (``time_limit``, ``memory_limit``, ``max_expansions``, ...)
+    stopped a fit before it completed; the fit returned its best answer so
+    far.  A subclass of scikit-learn's ``ConvergenceWarning``.
+:class:`ModelFormatError`
+    A file given to :func:`arboretum.load` or :meth:`arboretum.Tree.from_json`
+    is not a valid, supported arboretum file.
+"""
+
+from __future__ import annotations
+
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["InvalidParameterError", "LimitWarning", "ModelFormatError"]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter has a value (or a type) that the estimator does not accept.
+
+    The message names the parameter, what it accepts and what it got, e.g.
+    ``"alpha must be a number in (0, 1]; got 1.5"``.
+    """
+
+
+class LimitWarning(ConvergenceWarning):
+    """A limit stopped a fit early; the estimator holds its best answer so far.
+
+    The fitted attribute ``stop_reason_`` names the limit (``"time_limit"``,
+    ``"memory_limit"``, ``"max_expansions"``, ...), and ``optimal_`` (where
+    the model has one) is False.  Silence it with::
+
+        import warnings
+        from arboretum import LimitWarning
+        warnings.simplefilter("ignore", LimitWarning)
+    """
+
+
+class ModelFormatError(ValueError):
+    """A saved model or tree is malformed, of an unknown version, or not an arboretum file."""
