@@ -45,7 +45,11 @@ CP4IM = ("anneal", "audiology", "australian-credit", "german-credit", "heart-cle
 
 
 def worker(name: str, time_limit: float, memory_limit: float) -> None:
-    from arboretum import MAPTreeClassifier, load_dataset
+    import warnings
+
+    from arboretum import LimitWarning, MAPTreeClassifier, load_dataset
+
+    warnings.simplefilter("ignore", LimitWarning)  # the stop reason is recorded in the results
 
     X, y = load_dataset(name, return_X_y=True)
     # Load the numba kernels first, on 50 rows of both classes (the files are sorted by class).

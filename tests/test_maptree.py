@@ -642,7 +642,7 @@ def test_json_round_trip_identical_predictions(tmp_path):
         ({"max_expansions": -1}, "max_expansions"),
         ({"time_limit": 0}, "time_limit"),
         ({"memory_limit": -5}, "memory_limit"),
-        ({"strategy": "depth-first"}, "strategy must be one of 'focused', 'best-first'"),
+        ({"strategy": "depth-first"}, r"strategy must be one of \['focused', 'best-first'\]"),
         ({"strategy": None}, "strategy"),
     ],
 )

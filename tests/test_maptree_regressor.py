@@ -198,7 +198,7 @@ def test_matches_oracle_on_random_small_data(seed):
         Xk, yk, wk = X[keep], y[keep], None if w is None else w[keep]
         prior = _nig(yk, wk, kw)
         opt, trees = co_optimal_trees_regression(Xk, yk, alpha=alpha, beta=beta, prior=prior, sample_weight=wk)
-        assert reg.optimal_ and reg.stop_reason_ == "optimal"
+        assert reg.optimal_ and reg.stop_reason_ == "completed"
         assert reg.log_posterior_ == pytest.approx(-opt, abs=1e-8)
         assert reg.log_posterior_bound_ == pytest.approx(-opt, abs=1e-8)
         assert reg.gap_ == 0.0
@@ -368,11 +368,11 @@ def test_single_leaf_cases():
         ({"beta": -1.0}, "beta"),
         ({"prior_mean": np.nan}, "prior_mean must be a finite number or None"),
         ({"prior_mean": "zero"}, "prior_mean"),
-        ({"prior_kappa": 0.0}, "prior_kappa must be a finite number > 0"),
+        ({"prior_kappa": 0.0}, r"prior_kappa must be a number in \(0, inf\); got 0.0"),
         ({"prior_kappa": None}, "prior_kappa"),
-        ({"prior_shape": -1}, "prior_shape must be a finite number > 0"),
+        ({"prior_shape": -1}, r"prior_shape must be a number in \(0, inf\); got -1"),
         ({"prior_shape": np.inf}, "prior_shape"),
-        ({"prior_scale": 0}, "prior_scale must be a finite number > 0 or None"),
+        ({"prior_scale": 0}, r"prior_scale must be a number in \(0, inf\) or None; got 0"),
         ({"prior_scale": "auto"}, "prior_scale"),
         ({"max_expansions": -1}, "max_expansions"),
         ({"time_limit": 0}, "time_limit"),
@@ -499,7 +499,7 @@ def test_cli_fit_regression_and_predict(tmp_path, capsys):
     assert "normal-inverse-gamma leaves" in out and "certificate: optimal" in out
     assert "train R^2" in out and "3-fold test R^2" in out and "|--- a <= 1.5" in out
     saved = json.loads(model.read_text())
-    assert saved["estimator"] == "MAPTreeRegressor" and saved["tree"]["task"] == "regression"
+    assert saved["estimator"] == "MAPTreeRegressor" and saved["fitted"]["tree_"]["__tree__"]["task"] == "regression"
     pred = tmp_path / "pred.csv"
     assert main(["predict", str(model), "--csv", str(train), "--target", "price", "--output", str(pred)]) == 0
     rows = pred.read_text().split()

@@ -197,10 +197,10 @@ def test_sample_ensembles_converge_to_bma(iris_model):
 def test_t10_map_tree_routes_raw_data_like_the_grammar(iris_model):
     clf, X, _ = iris_model
     rng = np.random.default_rng(0)
-    edges = np.concatenate([e for e in clf.binner_.edges_])
+    cuts = np.concatenate([t for t in clf.binarizer_.thresholds_])
     Xq = np.vstack([X, X + rng.normal(0, 0.2, X.shape), rng.uniform(0, 8, (200, 4)),
-                    np.tile(edges[:, None], (1, 4))])  # values exactly on the bucket edges
-    nodes = clf.grammar_.predict_map_nodes(clf.binner_.transform(Xq))
+                    np.tile(cuts[:, None], (1, 4))])  # values exactly on the thresholds
+    nodes = clf.grammar_.predict_map_nodes(clf.binarizer_.ordinal_transform(Xq))
     np.testing.assert_allclose(clf.predict_proba(Xq, method="map"), clf.grammar_.leaf_predictive(nodes),
                                atol=1e-15)
 
@@ -210,4 +210,4 @@ def test_bma_of_a_map_concentrated_posterior_is_close_to_map():
     X, y = load_dataset("iris", return_X_y=True)
     clf = PCFGTreeClassifier(log_phi=200.0).fit(X, y)
     assert clf.tree_.n_nodes == 1
-    np.testing.assert_allclose(clf.predict_proba(X, method="bma"), clf.predict_proba(X), atol=1e-12)
+    np.testing.assert_allclose(clf.predict_proba(X, method="average"), clf.predict_proba(X, method="map"), atol=1e-12)

@@ -117,7 +117,7 @@ def test_mcmc_matches_exact_posterior(case):
     for j in np.unique(s.index)[:20]:
         i = int(np.flatnonzero(s.index == j)[0])
         assert m.log_posteriors_[i] == pytest.approx(log_posterior(s[i], X, y, **prior), abs=1e-9)
-    assert m.best_log_posterior_ == pytest.approx(math.log(max(post.values())) + log_evidence(X, y, **prior))
+    assert m.log_posterior_ == pytest.approx(math.log(max(post.values())) + log_evidence(X, y, **prior))
 
 
 @pytest.mark.parametrize("proposal", ["prior", "optimal"])
@@ -166,7 +166,7 @@ def test_single_tree_posterior():
     for sampler in (MCMCTreeSampler(n_iterations=50, random_state=0), SMCTreeSampler(random_state=0)):
         sampler.fit(X, y)
         assert {t.to_paren() for t in sampler.samples_} == {leaf}
-        assert sampler.best_log_posterior_ == pytest.approx(-cost)
+        assert sampler.log_posterior_ == pytest.approx(-cost)
     assert sampler.log_evidence_estimate_ == pytest.approx(-cost)
 
 
@@ -180,16 +180,15 @@ def test_single_tree_posterior():
 def test_best_tree_and_samples_are_consistent(make):
     X, y = load_dataset("hepatitis", return_X_y=True)
     est = make().fit(X, y)
-    assert est.best_log_posterior_ == log_posterior(est.best_tree_, X, y)
-    assert est.tree_ is est.best_tree_ and est.log_posterior_ == est.best_log_posterior_
-    assert est.best_log_posterior_ >= est.log_posteriors_.max() - 1e-9
-    assert est.best_log_posterior_ <= HEPATITIS_MAP + 1e-9
+    assert est.log_posterior_ == log_posterior(est.tree_, X, y)
+    assert est.log_posterior_ >= est.log_posteriors_.max() - 1e-9
+    assert est.log_posterior_ <= HEPATITIS_MAP + 1e-9
     s = est.samples_
     assert len(s) == len(est.log_posteriors_)
     for i in np.linspace(0, len(s) - 1, 7).astype(int):
         assert est.log_posteriors_[i] == pytest.approx(log_posterior(s[i], X, y), abs=1e-8)
     # Leaves hold the training counts and the posterior mean (c + rho) / (n + sum rho).
-    tree = est.best_tree_
+    tree = est.tree_
     assert tree.counts[0].sum() == len(y)
     leaves = tree.apply(X)
     assert np.array_equal(np.bincount(leaves, minlength=tree.n_nodes), tree.counts.sum(axis=1).astype(int)
@@ -237,14 +236,15 @@ def test_encoding_helpers_round_trip():
         assert value == pytest.approx(expected, abs=1e-10) if np.isfinite(expected) else value == expected
 
 
-def test_predict_proba_best_and_average():
+def test_predict_proba_map_and_average():
     X, y = load_dataset("zoo-1", return_X_y=True)
     for est in (MCMCTreeSampler(n_iterations=500, burn_in=100, random_state=0).fit(X, y),
                 SMCTreeSampler(n_particles=50, random_state=0).fit(X, y)):
-        best = est.predict_proba(X)
-        assert np.array_equal(best, est.best_tree_.predict_proba(X))
-        assert np.array_equal(est.predict(X), est.best_tree_.predict(X))
-        avg = est.predict_proba(X, method="average")
+        best = est.predict_proba(X, method="map")
+        assert np.array_equal(best, est.tree_.predict_proba(X))
+        assert np.array_equal(est.predict(X, method="map"), est.tree_.predict(X))
+        avg = est.predict_proba(X)  # the posterior average is the default
+        assert np.array_equal(avg, est.predict_proba(X, method="average"))
         assert np.allclose(avg.sum(axis=1), 1.0)
         weights = getattr(est, "weights_", np.full(len(est.samples_), 1.0 / len(est.samples_)))
         manual = sum(w * t.predict_proba(X) for w, t in zip(weights, est.samples_))
@@ -268,8 +268,8 @@ def test_multiclass_string_labels_and_dataframe():
         assert est.predict_proba(df).shape == (40, 3)
         assert est.predict_proba(df, method="average").shape == (40, 3)
         assert set(est.predict(df)) <= {"ant", "bee", "cat"}
-        assert est.best_log_posterior_ == log_posterior(est.best_tree_, X, y, alpha=0.95, beta=0.5, rho=est.rho_)
-        if est.best_tree_.n_nodes > 1:
+        assert est.log_posterior_ == log_posterior(est.tree_, X, y, alpha=0.95, beta=0.5, rho=est.rho_)
+        if est.tree_.n_nodes > 1:
             assert "f" in est.export_text()
     with pytest.raises(ValueError, match="rho"):
         MCMCTreeSampler(rho=(2.5, 2.5)).fit(X, y)  # 2 entries, but there are 3 classes
@@ -285,19 +285,19 @@ def test_smc_reaches_hepatitis_map(seed):
     """Sanity: 100 particles find a tree within 3 nats of the certified MAP value -63.297."""
     X, y = load_dataset("hepatitis", return_X_y=True)
     smc = SMCTreeSampler(n_particles=100, random_state=seed).fit(X, y)
-    assert HEPATITIS_MAP - 3.0 <= smc.best_log_posterior_ <= HEPATITIS_MAP + 1e-9
+    assert HEPATITIS_MAP - 3.0 <= smc.log_posterior_ <= HEPATITIS_MAP + 1e-9
     assert np.isfinite(smc.log_evidence_estimate_) and smc.log_evidence_estimate_ > HEPATITIS_MAP
 
 
 def test_mcmc_hepatitis_reaches_map_and_init_options():
     X, y = load_dataset("hepatitis", return_X_y=True)
     m = MCMCTreeSampler(n_iterations=20_000, random_state=0).fit(X, y)
-    assert m.best_log_posterior_ >= HEPATITIS_MAP - 3.0
+    assert m.log_posterior_ >= HEPATITIS_MAP - 3.0
     map_tree = Tree.from_paren("((48)35)", X.shape[1])  # MAPTree's certified answer (README)
     started = MCMCTreeSampler(n_iterations=200, init=map_tree, random_state=0).fit(X, y)
-    assert started.best_log_posterior_ == pytest.approx(HEPATITIS_MAP, abs=1e-9)
+    assert started.log_posterior_ == pytest.approx(HEPATITIS_MAP, abs=1e-9)
     leaf = MCMCTreeSampler(n_iterations=200, init="leaf", random_state=0).fit(X, y)
-    assert leaf.best_log_posterior_ > -100
+    assert leaf.log_posterior_ > -100
 
 
 def test_alpha_one_starts_from_impossible_leaf():
@@ -308,7 +308,7 @@ def test_alpha_one_starts_from_impossible_leaf():
     first = int(np.argmax(finite))
     assert finite[-1] and np.all(finite[first:]) and first < 50  # it leaves and never comes back
     assert all(t.n_nodes > 1 for t in m.samples_[first:])
-    assert np.isfinite(m.best_log_posterior_)
+    assert np.isfinite(m.log_posterior_)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def test_alpha_one_starts_from_impossible_leaf():
 # ---------------------------------------------------------------------------------------------
 def _signature(est):
     s = est.samples_
-    return [s.paren(j) for j in s.index], est.log_posteriors_.tolist(), est.best_tree_.to_paren()
+    return [s.paren(j) for j in s.index], est.log_posteriors_.tolist(), est.tree_.to_paren()
 
 
 @pytest.mark.parametrize("make", [
@@ -369,7 +369,7 @@ def test_time_limit_honoured():
         wall = time.perf_counter() - t0
         assert est.stop_reason_ == "time_limit"
         assert wall < limit * 1.1 + 1.0
-        assert est.best_log_posterior_ == pytest.approx(log_posterior(est.best_tree_, X, y))
+        assert est.log_posterior_ == pytest.approx(log_posterior(est.tree_, X, y))
         assert len(est.samples_) > 0
         i = int(np.argmax(est.log_posteriors_))
         assert est.log_posteriors_[i] == pytest.approx(log_posterior(est.samples_[i], X, y), abs=1e-6)
@@ -382,8 +382,8 @@ def test_time_limit_during_burn_in_keeps_best_tree():
     _compile_samplers(X, y)
     m = MCMCTreeSampler(n_iterations=10**9, burn_in=10**9 - 1, time_limit=0.2, random_state=0).fit(X, y)
     assert m.stop_reason_ == "time_limit" and len(m.samples_) == 0 and m.n_iterations_ > 0
-    assert m.best_log_posterior_ == log_posterior(m.best_tree_, X, y)
-    assert m.predict(X).shape == (len(y),)
+    assert m.log_posterior_ == log_posterior(m.tree_, X, y)
+    assert m.predict(X, method="map").shape == (len(y),)
     with pytest.raises(ValueError, match="no samples"):
         m.predict_proba(X, method="average")
 
@@ -415,7 +415,7 @@ COMMON_BAD = [
     ({"rho": (1.0, 1.0, 1.0)}, ValueError, "rho"),
     ({"time_limit": 0}, ValueError, "time_limit"),
     ({"time_limit": "soon"}, TypeError, "time_limit"),
-    ({"random_state": "x"}, ValueError, "seed"),
+    ({"random_state": "x"}, ValueError, "random_state must be an integer"),
 ]
 MCMC_BAD = COMMON_BAD + [
     ({"n_iterations": 0}, ValueError, "n_iterations"),
@@ -457,10 +457,11 @@ def test_bad_input(cls):
     with pytest.raises(NotFittedError):
         est.predict(X)
     with pytest.raises(ValueError, match="binary"):
-        est.fit(X + 0.5, y)
+        cls(random_state=0, binarize=False).fit(X + 0.5, y)
+    assert cls(random_state=0).fit(X + 0.5, y).binarizer_ is not None  # binarised by default
     Xn = X.astype(float)
     Xn[3, 2] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="missing value"):
         est.fit(Xn, y)
     with pytest.raises(ValueError, match="class"):
         est.fit(X, np.zeros(len(y)))
@@ -509,7 +510,7 @@ def test_samplers_on_cp4im(name):
     for est in (MCMCTreeSampler(n_iterations=1000, random_state=0),
                 SMCTreeSampler(n_particles=100, random_state=0)):
         est.fit(X, y)
-        assert est.best_log_posterior_ == log_posterior(est.best_tree_, X, y)
+        assert est.log_posterior_ == log_posterior(est.tree_, X, y)
         assert np.all(np.isfinite(est.log_posteriors_))
 
 

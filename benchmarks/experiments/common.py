@@ -10,13 +10,18 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 from typing import Any
 
 import numpy as np
 from scipy.special import gammaln
 
-from arboretum import MAPTreeClassifier, Tree
+from arboretum import LimitWarning, MAPTreeClassifier, Tree
 from arboretum.bayes import log_posterior
+
+# A fit stopped by its time limit is expected in these grids and recorded in the job log
+# (stop_reason); its warning would only repeat that, once per job.
+warnings.filterwarnings("ignore", category=LimitWarning)
 
 ALPHA, BETA, RHO = 0.95, 0.5, (2.5, 2.5)
 CP4IM = (

@@ -86,7 +86,7 @@ def _sampler_rows(X: np.ndarray, y: np.ndarray, method: str, seed: int, quick: b
         t0 = time.perf_counter()
         est.fit(X, y)
         seconds = time.perf_counter() - t0
-        rows.append({"setting": str(k), "time": seconds, "log_posterior": est.best_log_posterior_,
+        rows.append({"setting": str(k), "time": seconds, "log_posterior": est.log_posterior_,
                      "stop_reason": est.stop_reason_, "seed": seed})
     return rows
 

@@ -11,15 +11,22 @@ PCFGTreeClassifier
 MCMCTreeSampler, SMCTreeSampler
     Samplers of the same posterior (Chipman et al. 1998; Lakshminarayanan, Roy & Teh 2013).
 Binarizer
-    Numbers and categories to readable binary questions ("age <= 42.5").
+    The one discretiser: numbers and categories to readable binary questions
+    ("age <= 42.5") and ordinal codes.
 Tree
     The flat-array tree every model returns (printing, JSON, DOT, prediction).
+LimitWarning, InvalidParameterError, ModelFormatError
+    What a stopped fit warns, what a bad parameter raises, what a bad file raises.
+save, load
+    Whole fitted estimators to and from versioned JSON (:mod:`arboretum.io`).
 load_dataset, list_datasets
     Bundled benchmark datasets.
 """
 
-from .data import Binarizer
+from .binarizer import Binarizer
 from .datasets import list_datasets, load_dataset
+from .exceptions import InvalidParameterError, LimitWarning, ModelFormatError
+from .io import load, save
 from .maptree import MAPTreeClassifier, MAPTreeRegressor
 from .pcfg import PCFGTreeClassifier
 from .samplers import MCMCTreeSampler, SMCTreeSampler
@@ -33,6 +40,11 @@ __all__ = [
     "SMCTreeSampler",
     "Binarizer",
     "Tree",
+    "InvalidParameterError",
+    "LimitWarning",
+    "ModelFormatError",
+    "save",
+    "load",
     "load_dataset",
     "list_datasets",
 ]

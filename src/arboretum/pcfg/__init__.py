@@ -6,8 +6,6 @@ and Probabilistic Context-Free Grammars"; implementation notes in
 
 Modules
 -------
-binning
-    :class:`FeatureBinner`: real features to integer codes and raw thresholds.
 store
     :func:`build_node_store`: every node (point set) and de-duplicated split;
     limits and the pre-flight estimate.
@@ -21,14 +19,13 @@ estimator
     :class:`PCFGTreeClassifier`, the scikit-learn classifier.
 """
 
-from .binning import FeatureBinner
 from .estimator import PCFGTreeClassifier
 from .grammar import BoxGrammar, PhiPrior, SampledTrees
-from .store import GrammarTooLargeError, NodeStore, Preflight, build_node_store, preflight
+from .store import GrammarLimitReached, GrammarTooLargeError, NodeStore, Preflight, build_node_store, preflight
 
 __all__ = [
     "BoxGrammar",
-    "FeatureBinner",
+    "GrammarLimitReached",
     "GrammarTooLargeError",
     "NodeStore",
     "PCFGTreeClassifier",

@@ -2,60 +2,60 @@
 
 from __future__ import annotations
 
-import math
 import numbers
+import sys
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ..bayes import ChipmanPrior
+from ..base import TreeEstimator, constraints, deprecated_attribute
+from ..bayes import ChipmanPrior, validate_rho
+from ..binarizer import Binarizer
 from ..data import (
+    Check,
+    InstanceOf,
+    Interval,
+    Options,
     check_classification_targets_encoded,
     check_int,
-    check_numeric_features,
     check_positive_number,
 )
 from ..tree import Tree
-from .binning import BINNINGS, FeatureBinner
 from .grammar import BoxGrammar, PhiPrior, SampledTrees
-from .store import GrammarTooLargeError, build_node_store, preflight
+from .store import GrammarLimitReached, GrammarTooLargeError, build_node_store, preflight
 from .trees import TreeFactory
 
 __all__ = ["PCFGTreeClassifier"]
 
-PREDICT_METHODS = ("map", "bma", "sample")
-ENSEMBLES = ("paths", "trees")
 PRIORS = ("phi", "chipman")
+ENSEMBLES = ("paths", "trees")
+_DEFAULT_ALPHA = 0.95
 
 
-def _check_choice(value: Any, name: str, allowed: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}; got {value!r}")
-    return value
+def _max_values_ok(v: Any) -> bool:
+    return v is None or Interval(numbers.Integral, 2, None).accepts(v)
 
 
-def _check_max_values(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= 2 or None; got {value!r} ({type(value).__name__})")
-    if value < 2:
-        raise ValueError(f"{name} must be an integer >= 2 or None; got {value!r}")
-    return int(value)
+def _feature_max_values_ok(d: Any) -> bool:
+    return isinstance(d, Mapping) and all(
+        (isinstance(k, str) or Interval(numbers.Integral, 0, None).accepts(k)) and _max_values_ok(v)
+        for k, v in d.items()
+    )
 
 
-class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
+class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
     """Exact Bayesian decision trees through a probabilistic grammar of bounding boxes (BCART-PCFG).
 
     The posterior over trees is ``P(T | X, y) ∝ phi ** -b(T) * prod_leaves
     L(leaf)`` (Sullivan, Tiwari, Thrun & Piech): ``b(T)`` is the number of
     leaves, and ``L`` is the Dirichlet-multinomial marginal likelihood of a
-    leaf's labels under a Dirichlet(``alpha``) prior.  Trees are counted up to
+    leaf's labels under a Dirichlet(``rho``) prior.  Trees are counted up to
     the partition they induce on the training points (two splits producing the
     same two child point sets are one split).  Every quantity is exact: the fit
     enumerates every point set cut out by an axis-aligned box (the grammar's
@@ -64,49 +64,57 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
     posterior-averaged prediction (the "infinite ensemble") is computed, not
     estimated.
 
-    Real-valued features are first mapped to small integer codes (the paper
-    buckets every feature with more than 10 distinct values to 10); the cost
-    grows roughly like the number of boxes, exponential in the number of
-    features, so bucketing is what makes a fit feasible.  Limits are checked
-    and reported as :class:`~arboretum.pcfg.GrammarTooLargeError`, never
-    silently approximated.
+    The grammar splits the thresholds of a :class:`~arboretum.Binarizer`
+    (``binarizer_``): by default, as in the paper, a numeric column with more
+    than 10 distinct values is cut at 9 equal-width positions (10 buckets),
+    any other between every two of its values; categorical columns give one
+    yes/no question per category.  The cost grows roughly like the number of
+    boxes, exponential in the number of columns, so this bucketing is what
+    makes a fit feasible.  A request that the pre-flight estimate shows to be
+    hopeless is refused before any work with a
+    :class:`~arboretum.pcfg.GrammarTooLargeError`; a limit reached during the
+    work never raises: the fit then halves the thresholds of every column and
+    fits that smaller grammar exactly (as often as needed, down to a single
+    leaf), with ``optimal_ = False``, ``stop_reason_`` naming the limit and a
+    :class:`~arboretum.LimitWarning`.
 
     Parameters
     ----------
     log_phi : float, default=2.0
         ``ln phi``, the per-leaf log penalty of the prior ``phi ** -b(T)``
         (the paper's single hyperparameter, ``ln phi = 2``).  Any finite
-        real; larger values give smaller MAP trees.  Ignored by the Chipman
-        prior.
-    alpha : float or array-like of float, default=1.0
+        real; larger values give smaller MAP trees.  Used by ``prior="phi"``.
+    prior : {"phi", "chipman"}, default="phi"
+        ``"phi"``: the paper's prior.  ``"chipman"``: Chipman, George &
+        McCulloch's depth prior as used by MAPTree (a node at depth ``d``
+        splits with probability ``alpha (1 + d) ** -beta`` on a feature chosen
+        uniformly, then a threshold chosen uniformly); the grammar's symbols
+        then carry the depth and equivalent splits on different features are
+        kept apart, exactly as in MAPTree.
+    alpha : float, default=0.95
+        Split probability at the root of the Chipman prior, in (0, 1].
+    beta : float, default=0.5
+        Decay of the Chipman split probability with depth, >= 0.
+    rho : float or array-like of float, default=1.0
         Dirichlet concentration of every leaf's class probabilities, one
         positive value per class in the order of ``classes_`` (a scalar is
-        used for every class).
-    prior : {"phi", "chipman"} or arboretum.bayes.ChipmanPrior, default="phi"
-        ``"phi"``: the paper's prior.  ``"chipman"`` (``ChipmanPrior(0.95,
-        0.5)``) or a :class:`~arboretum.bayes.ChipmanPrior`: Chipman, George &
-        McCulloch's depth prior as used by MAPTree (a node at depth ``d``
-        splits with probability ``alpha_s (1 + d) ** -beta_s`` on a feature
-        chosen uniformly, then a threshold chosen uniformly); the grammar's
-        symbols then carry the depth and equivalent splits on different
-        features are kept apart, exactly as in MAPTree.
-    max_values : int or None, default=10
-        Bucket every feature with more than this many distinct training values
-        to this many values; ``None`` never buckets.
-    feature_max_values : dict or None, default=None
-        Per-feature overrides of ``max_values``: ``{column index or column
-        name: int >= 2 or None}``.
-    binning : {"uniform", "quantile"}, default="uniform"
-        Equal-width or equal-frequency buckets, fitted on the training data.
+        used for every class).  (Before arboretum 0.2 this was ``alpha``.)
+    binarizer : Binarizer or None, default=None
+        The thresholds the grammar splits (cloned at fit); None means
+        ``Binarizer(n_thresholds=9, strategy="uniform")``, the paper's
+        bucketing to at most 10 values.  ``binarizer__n_thresholds`` and the
+        like can be set and tuned while it is None.
     max_nodes : int, default=5_000_000
         Largest number of grammar nodes (distinct point sets) allowed.
+    time_limit : float or None, default=None
+        Seconds the fit may take.
     memory_limit : float or None, default=4096
         MiB that the node store and the dynamic-programme tables may hold;
         ``None`` for no limit beyond ``max_nodes``.
-    predict_method : {"map", "bma", "sample"}, default="map"
-        Default ``method`` of :meth:`predict_proba` and :meth:`predict`:
-        the MAP tree, the exact posterior predictive (Bayesian model
-        averaging over every tree), or a finite ensemble of posterior samples.
+    predict_method : {"average", "map", "sample"}, default="average"
+        Default ``method`` of :meth:`predict_proba` and :meth:`predict`: the
+        exact posterior predictive (Bayesian model averaging over every tree),
+        the MAP tree, or a finite ensemble of posterior samples.
     n_samples : int, default=100
         Ensemble size of ``method="sample"``.
     ensemble : {"paths", "trees"}, default="paths"
@@ -115,22 +123,30 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
         by all queries.  Both average the leaves' posterior predictive.
     random_state : int, RandomState or None, default=None
         Seed of ``method="sample"`` when :meth:`predict_proba` gets none.
+    verbose : int, default=0
+        If > 0, print the size of the grammar and each fallback.
+    max_values, feature_max_values, binning : deprecated
+        The discretisation before arboretum 0.2: ``max_values=k`` is
+        ``binarizer=Binarizer(n_thresholds=k - 1, strategy="uniform")``
+        (``None``: ``strategy="all"``), ``binning`` is ``strategy``, and
+        ``feature_max_values={column: k}`` is ``column_n_thresholds={column: k - 1}``.
 
     Attributes
     ----------
-    tree_, map_tree_ : arboretum.tree.Tree
-        The MAP tree (the same object).  Thresholds are in raw units; leaves
-        carry the training class counts and the posterior predictive
-        ``(n_c + alpha_c) / (n + sum(alpha))``.
+    tree_ : arboretum.Tree
+        The MAP tree (``map_tree_`` is its deprecated name), on the raw
+        columns.  Leaves carry the training class counts and the posterior
+        predictive ``(n_c + rho_c) / (n + sum(rho))``.
+    log_posterior_ : float
+        ``log P(tree_, y | X)`` (prior times likelihood);
+        ``map_log_probability_ + log_evidence_``.  With the Chipman prior this
+        equals MAPTree's ``log_posterior_`` (``map_log_posterior_`` is its
+        deprecated name).
     log_evidence_ : float
         ``log P(y | X)``, the marginal likelihood under the prior.
     map_log_probability_ : float
-        ``log P(map_tree_ | X, y)``, the normalised posterior probability of
-        the MAP tree (``log Q_max(N_0) - log Q(N_0)``).
-    map_log_posterior_ : float
-        ``log P(map_tree_, y | X)`` (prior times likelihood);
-        ``map_log_probability_ + log_evidence_``.  With a Chipman prior this
-        equals MAPTree's ``log_posterior_``.
+        ``log P(tree_ | X, y)``, the normalised posterior probability of the
+        MAP tree (``log Q_max(N_0) - log Q(N_0)``).
     log_prior_normalizer_ : float
         ``log Z(X)`` of the phi prior, ``log sum_T phi ** -b(T)`` (0 for the
         normalised Chipman prior).
@@ -139,21 +155,31 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
     expected_n_leaves_ : float
         Posterior mean of the number of leaves.
     expected_splits_per_feature_ : ndarray of shape (n_features_in_,)
-        Posterior expected number of internal nodes splitting on each feature
-        (a Bayesian feature importance; a split equivalent to one on an
-        earlier feature is credited to the earlier one).
+        Posterior expected number of internal nodes splitting on each raw
+        column (a Bayesian feature importance; a split equivalent to one on an
+        earlier column is credited to the earlier one).
+    optimal_ : bool
+        True when the requested grammar was fitted: every quantity above is
+        exact for it.  False after a limit: they are exact for the coarser
+        grammar of ``binarizer_``.
+    stop_reason_ : str
+        "completed", or the limit that forced a coarser grammar:
+        "max_nodes", "memory_limit" or "time_limit".
     n_nodes_ : int
         Grammar nodes: distinct non-empty point sets cut out by boxes.
     n_split_edges_ : int
         Splits over all nodes (after de-duplication for the phi prior).
     n_values_ : ndarray of int
-        Distinct codes per feature after bucketing (``t_f``).
-    binner_ : FeatureBinner
-        The fitted feature coding (edges, raw thresholds).
+        Distinct codes of every grammar feature (``t_f`` of the spec).
+    binarizer_ : Binarizer
+        The fitted discretisation the grammar splits (``binner_`` is its
+        deprecated name).
     grammar_ : BoxGrammar
         The node store, inside tables and production probabilities.
     preflight_ : Preflight
         The pre-flight size estimate.
+    rho_ : ndarray of shape (n_classes,)
+        The Dirichlet concentrations (``alpha_`` is the deprecated name).
     fit_time_ : float
         Seconds spent in :meth:`fit`.
     peak_memory_ : int
@@ -164,110 +190,124 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> from arboretum.datasets import load_dataset
-    >>> from arboretum.pcfg import PCFGTreeClassifier
+    >>> from arboretum import PCFGTreeClassifier
     >>> X, y = load_dataset("iris", return_X_y=True)
     >>> clf = PCFGTreeClassifier().fit(X, y)
     >>> clf.tree_.n_nodes, round(clf.map_log_probability_, 4)
     (7, -4.4067)
     """
 
+    _uses_binary_questions = False
+    _predict_methods = ("average", "map", "sample")
+    _parameter_constraints: dict = constraints(
+        "alpha", "beta", "rho", "binarizer", "time_limit", "memory_limit", "random_state", "verbose",
+        log_phi=[Interval(numbers.Real, None, None)],
+        prior=[Options(PRIORS), InstanceOf(ChipmanPrior, "a ChipmanPrior (deprecated)")],
+        max_nodes=[Interval(numbers.Integral, 1, None)],
+        predict_method=[Options(("average", "map", "sample"))],
+        n_samples=[Interval(numbers.Integral, 1, None)],
+        ensemble=[Options(ENSEMBLES)],
+        max_values=[Options(("deprecated",)), Check(_max_values_ok, "an integer >= 2 or None")],
+        feature_max_values=[
+            Options(("deprecated",)), None,
+            Check(_feature_max_values_ok, "a dict {column index or name: int >= 2 or None}"),
+        ],
+        binning=[Options(("deprecated", "uniform", "quantile"))],
+    )
+    _deprecated_params = {
+        "max_values": "use binarizer=Binarizer(n_thresholds=max_values - 1, strategy='uniform') "
+                      "(or set binarizer__n_thresholds)",
+        "feature_max_values": "use binarizer=Binarizer(column_n_thresholds={column: max_values - 1})",
+        "binning": "use binarizer=Binarizer(strategy=...) (or set binarizer__strategy)",
+    }
+
+    map_tree_ = deprecated_attribute("tree_")
+    map_log_posterior_ = deprecated_attribute("log_posterior_")
+    binner_ = deprecated_attribute("binarizer_")
+    alpha_ = deprecated_attribute("rho_")
+
     def __init__(
         self,
         log_phi: float = 2.0,
-        alpha: float | Any = 1.0,
-        prior: str | ChipmanPrior = "phi",
-        max_values: int | None = 10,
-        feature_max_values: Mapping[int | str, int | None] | None = None,
-        binning: str = "uniform",
+        prior: str = "phi",
+        alpha: float = _DEFAULT_ALPHA,
+        beta: float = 0.5,
+        rho: Any = 1.0,
+        binarizer: Binarizer | None = None,
         max_nodes: int = 5_000_000,
+        time_limit: float | None = None,
         memory_limit: float | None = 4096,
-        predict_method: str = "map",
+        predict_method: str = "average",
         n_samples: int = 100,
         ensemble: str = "paths",
         random_state: Any = None,
+        verbose: int = 0,
+        max_values: Any = "deprecated",
+        feature_max_values: Any = "deprecated",
+        binning: Any = "deprecated",
     ) -> None:
         self.log_phi = log_phi
-        self.alpha = alpha
         self.prior = prior
-        self.max_values = max_values
-        self.feature_max_values = feature_max_values
-        self.binning = binning
+        self.alpha = alpha
+        self.beta = beta
+        self.rho = rho
+        self.binarizer = binarizer
         self.max_nodes = max_nodes
+        self.time_limit = time_limit
         self.memory_limit = memory_limit
         self.predict_method = predict_method
         self.n_samples = n_samples
         self.ensemble = ensemble
         self.random_state = random_state
+        self.verbose = verbose
+        self.max_values = max_values
+        self.feature_max_values = feature_max_values
+        self.binning = binning
 
-    # -- validation ------------------------------------------------------------------------
+    # -- parameters ------------------------------------------------------------------------
 
-    def _check_alpha(self, n_classes: int) -> np.ndarray:
-        expected = f"a positive number or a sequence of {n_classes} positive numbers (one per class)"
-        try:
-            arr = np.asarray(self.alpha, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"alpha must be {expected}; got {self.alpha!r}") from None
-        if arr.ndim == 0:
-            arr = np.full(n_classes, float(arr))
-        if arr.ndim != 1 or arr.size != n_classes or not np.all(np.isfinite(arr) & (arr > 0)):
-            raise ValueError(f"alpha must be {expected}; got {self.alpha!r}")
-        return arr
+    def _default_binarizer(self) -> Binarizer:
+        """The paper's bucketing: numeric columns with more than 10 values cut at 9 equal widths.
+
+        The deprecated ``max_values``, ``feature_max_values`` and ``binning``
+        parameters, when given, shape it.
+        """
+        n, strategy = 9, "uniform"
+        if self.max_values != "deprecated":
+            n, strategy = (9, "all") if self.max_values is None else (self.max_values - 1, "uniform")
+        if self.binning != "deprecated" and strategy != "all":
+            strategy = self.binning
+        per_column = None
+        if self.feature_max_values not in ("deprecated", None):
+            per_column = {k: (None if v is None else v - 1) for k, v in self.feature_max_values.items()}
+        return Binarizer(n_thresholds=n, strategy=strategy, column_n_thresholds=per_column)
 
     def _prior_object(self) -> PhiPrior | ChipmanPrior:
         if isinstance(self.prior, ChipmanPrior):
+            warnings.warn(
+                "PCFGTreeClassifier(prior=ChipmanPrior(a, b)) is deprecated since arboretum 0.2; use "
+                "prior='chipman', alpha=a, beta=b",
+                FutureWarning,
+                stacklevel=3,
+            )
             return self.prior
-        _check_choice(self.prior, "prior", PRIORS + ("ChipmanPrior(alpha, beta)",))
         if self.prior == "chipman":
-            return ChipmanPrior()
-        if isinstance(self.log_phi, (bool, np.bool_)) or not isinstance(self.log_phi, numbers.Real):
-            raise TypeError(f"log_phi must be a finite real number; got {self.log_phi!r}")
-        if not math.isfinite(float(self.log_phi)):
-            raise ValueError(f"log_phi must be a finite real number; got {self.log_phi!r}")
+            return ChipmanPrior(self.alpha, self.beta)
         return PhiPrior(float(self.log_phi))
 
-    def _check_params(self, n_classes: int) -> tuple[np.ndarray, PhiPrior | ChipmanPrior]:
-        alpha = self._check_alpha(n_classes)
-        prior = self._prior_object()
-        _check_max_values(self.max_values, "max_values")
-        _check_choice(self.binning, "binning", BINNINGS)
-        check_int(self.max_nodes, "max_nodes", minimum=1)
-        check_positive_number(self.memory_limit, "memory_limit", allow_none=True)
-        _check_choice(self.predict_method, "predict_method", PREDICT_METHODS)
-        check_int(self.n_samples, "n_samples", minimum=1)
-        _check_choice(self.ensemble, "ensemble", ENSEMBLES)
-        return alpha, prior
-
-    def _max_values_per_feature(self, n_features: int) -> list[int | None]:
-        values: list[int | None] = [self.max_values] * n_features
-        overrides = self.feature_max_values
-        if overrides is None:
-            return values
-        if not isinstance(overrides, Mapping):
-            raise TypeError(
-                "feature_max_values must be None or a dict {column index or name: int >= 2 or None}; "
-                f"got {type(overrides).__name__}"
-            )
-        names = list(getattr(self, "feature_names_in_", []))
-        for key, value in overrides.items():
-            if isinstance(key, str):
-                if key not in names:
-                    known = f"the column names {names}" if names else "no column names (X has none)"
-                    raise ValueError(f"feature_max_values names column {key!r}, but X has {known}")
-                index = names.index(key)
-            elif isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
-                index = int(key)
-                if not 0 <= index < n_features:
-                    raise ValueError(
-                        f"feature_max_values has column index {index}, outside [0, {n_features - 1}]"
-                    )
-            else:
-                raise TypeError(f"feature_max_values keys must be column indices or names; got {key!r}")
-            values[index] = _check_max_values(value, f"feature_max_values[{key!r}]")
-        return values
-
-    def _validate_X(self, X: Any) -> np.ndarray:
-        X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
-        return check_numeric_features(X, estimator_name=type(self).__name__)
+    def _rho(self, n_classes: int) -> np.ndarray:
+        """``rho`` per class; under the phi prior a non-default ``alpha`` is the deprecated name of rho."""
+        if self.prior == "phi" and self.alpha != _DEFAULT_ALPHA:
+            if np.ndim(self.rho) == 0 and float(self.rho) == 1.0:
+                warnings.warn(
+                    "PCFGTreeClassifier's alpha is the Chipman split probability since arboretum 0.2, which "
+                    "prior='phi' does not use; the Dirichlet leaf concentration, which alpha was before, is "
+                    f"now rho: alpha={self.alpha!r} is used as rho for this release",
+                    FutureWarning,
+                    stacklevel=3,
+                )
+                return validate_rho(self.alpha, n_classes)
+        return validate_rho(self.rho, n_classes)
 
     # -- fitting ---------------------------------------------------------------------------
 
@@ -276,8 +316,8 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Real-valued features (finite).
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+            Numbers, booleans, strings or categories, without missing values.
         y : array-like of shape (n_samples,)
             Class labels, at least two distinct values.
 
@@ -288,63 +328,139 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
         Raises
         ------
         GrammarTooLargeError
-            If the grammar would exceed ``max_nodes`` or ``memory_limit``.
+            Before any work, when the pre-flight estimate of the grammar is far
+            over ``max_nodes`` (a limit reached later never raises; see the
+            class docstring).
         """
-        t0 = time.perf_counter()
+        t0 = self._clock()
+        self._validate_params()
         name = type(self).__name__
-        X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False, reset=True)
-        X = check_numeric_features(X, estimator_name=name)
-        y_enc, classes = check_classification_targets_encoded(y, n_samples=X.shape[0], estimator_name=name)
-        alpha, prior = self._check_params(len(classes))
-        max_values = self._max_values_per_feature(X.shape[1])
-
-        binner = FeatureBinner(max_values, self.binning).fit(X)
-        codes = binner.transform(X)
+        y_enc, classes = check_classification_targets_encoded(y, n_samples=_num_samples(X), estimator_name=name)
+        rho = self._rho(len(classes))
+        prior = self._prior_object()
+        binarizer, E = self._fit_binarizer(X)
+        codes, n_codes = _grammar_codes(binarizer, E)
         chipman = isinstance(prior, ChipmanPrior)
         memory = None if self.memory_limit is None else int(self.memory_limit * 2**20)
-        pre = preflight(codes, len(classes), max_nodes=self.max_nodes, dedupe=not chipman,
-                        n_codes=binner.n_codes_)
-        advice = (
-            f"bucket the features more coarsely (values per feature now {binner.n_values_.tolist()}; "
-            f"lower max_values={self.max_values!r} or set feature_max_values for the widest features), "
-            f"use fewer features, or raise max_nodes={self.max_nodes:,}"
-            + ("" if memory is None else f" / memory_limit={self.memory_limit} MiB") + "."
-        )
+        deadline = None if self.time_limit is None else t0 + float(self.time_limit)
+        pre = preflight(codes, len(classes), max_nodes=self.max_nodes, dedupe=not chipman, n_codes=n_codes)
         if pre.refuse:
             raise GrammarTooLargeError(
                 f"BCART-PCFG node store too large: the pre-flight estimate is "
                 f"{'at least ' if pre.lower_bound else 'about '}{pre.estimate:,.0f} nodes, over "
                 f"max_nodes={self.max_nodes:,} (pre-flight: {pre.describe()}). The method is exact and never "
-                f"approximates; to fit, {advice}"
+                f"approximates; to fit, {self._advice(binarizer)}"
             )
-        store = build_node_store(codes, y_enc, len(classes), n_codes=binner.n_codes_, dedupe=not chipman,
-                                 chipman_weights=chipman, max_nodes=self.max_nodes, memory_limit=memory,
-                                 advice=advice, pre=pre)
-        grammar = BoxGrammar(store, alpha, prior, memory_limit=memory, advice=advice)
+        reason = "completed"
+        while True:
+            try:
+                store, grammar = self._build(codes, n_codes, y_enc, len(classes), rho, prior, binarizer, pre,
+                                             memory, deadline)
+                break
+            except GrammarLimitReached as exc:
+                # A limit never raises: fit the exact posterior of a coarser grid instead, down to a
+                # single leaf (which no limit can stop).
+                if reason == "completed":
+                    reason = exc.reason
+                coarser = binarizer.coarsened() if deadline is None or time.perf_counter() < deadline else None
+                binarizer = coarser if coarser is not None else binarizer._subset([])
+                if coarser is None:
+                    memory = deadline = None
+                if self.verbose:
+                    print(f"[{name}] {exc.reason} reached; fitting a grammar on "
+                          f"{sum(len(g) for g in binarizer.groups_)} thresholds", file=sys.stderr)
+                codes, n_codes = _grammar_codes(binarizer, E)
+                pre = preflight(codes, len(classes), dedupe=not chipman, n_codes=n_codes)
+        self.binarizer_ = binarizer
+        self._fit_data = (codes, n_codes, y_enc)  # what arboretum.save keeps to rebuild the grammar
+        self._store_fit(store, grammar, pre, classes, rho, prior, binarizer)
+        self.optimal_ = reason == "completed"
+        self.fit_time_ = self._clock() - t0
+        self._set_stop(
+            reason,
+            f"fitted the exact posterior of a coarser grammar instead ({sum(len(g) for g in binarizer.groups_)} "
+            f"thresholds in binarizer_; {self.n_nodes_:,} nodes)",
+        )
+        return self
 
+    def _advice(self, binarizer: Binarizer) -> str:
+        return (
+            f"bucket the features more coarsely (thresholds per column now "
+            f"{[len(g) for g in binarizer.groups_]}; lower binarizer__n_thresholds or set "
+            f"binarizer__column_n_thresholds for the widest columns), use fewer features, or raise "
+            f"max_nodes={self.max_nodes:,}"
+            + ("" if self.memory_limit is None else f" / memory_limit={self.memory_limit} MiB") + "."
+        )
+
+    def _build(self, codes, n_codes, y_enc, n_classes, rho, prior, binarizer, pre, memory, deadline):
+        """The node store and the inside tables of one grammar (may raise GrammarLimitReached)."""
+        chipman = isinstance(prior, ChipmanPrior)
+        advice = self._advice(binarizer)
+        store = build_node_store(codes, y_enc, n_classes, n_codes=n_codes, dedupe=not chipman,
+                                 chipman_weights=chipman, max_nodes=self.max_nodes, memory_limit=memory,
+                                 advice=advice, pre=pre, deadline=deadline)
+        grammar = BoxGrammar(store, rho, prior, memory_limit=memory, advice=advice, deadline=deadline)
+        if self.verbose:
+            print(f"[{type(self).__name__}] grammar of {store.n_nodes:,} nodes and {store.n_edges:,} splits",
+                  file=sys.stderr)
+        return store, grammar
+
+    def _store_fit(self, store, grammar, pre, classes, rho, prior, binarizer) -> None:
+        chipman = isinstance(prior, ChipmanPrior)
         self.classes_ = classes
-        self.alpha_ = alpha
-        self.binner_ = binner
-        self.n_values_ = binner.n_values_.copy()
+        self.rho_ = rho
+        self.n_values_ = binarizer.n_codes_.copy()
         self.grammar_ = grammar
         self.preflight_ = pre
         self.n_nodes_ = store.n_nodes
         self.n_split_edges_ = store.n_edges
-        names = list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
-        self._factory = TreeFactory(store, binner, alpha, classes, names)
-        self.map_tree_ = self._factory.build(grammar.map_derivation(), 0)
-        self.tree_ = self.map_tree_
+        self._factory = TreeFactory(store, binarizer, rho, classes, self._feature_names())
+        self.tree_ = self._factory.build(grammar.map_derivation(), 0)
         log_prior = grammar.log_prior_inside()
         self.log_evidence_ = grammar.log_Q_root - log_prior
         self.map_log_probability_ = grammar.log_Qmax_root - grammar.log_Q_root
-        self.map_log_posterior_ = grammar.log_Qmax_root - log_prior
+        self.log_posterior_ = grammar.log_Qmax_root - log_prior
         self.log_prior_normalizer_ = log_prior - prior.log_phi if not chipman else 0.0
         self.log_n_trees_ = grammar.log_n_trees()
         self.expected_n_leaves_ = grammar.expected_leaves()
-        self.expected_splits_per_feature_ = grammar.expected_feature_splits()
+        per_group = grammar.expected_feature_splits()
+        per_column = np.zeros(self.n_features_in_)
+        for g, cols in enumerate(binarizer.groups_):
+            per_column[binarizer.splits_[int(cols[0])].column] += per_group[g]
+        self.expected_splits_per_feature_ = per_column
         self.peak_memory_ = int(max(store.peak_bytes, grammar.nbytes))
-        self.fit_time_ = time.perf_counter() - t0
-        return self
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def _get_fitted_state(self) -> dict[str, Any]:
+        state = super()._get_fitted_state()
+        codes, n_codes, y_enc = self._fit_data
+        state["grammar_"] = {"codes": codes, "n_codes": n_codes, "y": y_enc}
+        return state
+
+    def _set_fitted_state(self, state: dict[str, Any]) -> None:
+        s = dict(state)
+        data = s.pop("grammar_")
+        super()._set_fitted_state(s)
+        codes = np.ascontiguousarray(data["codes"], dtype=np.int32)
+        n_codes = np.asarray(data["n_codes"], dtype=np.int64)
+        y_enc = np.asarray(data["y"], dtype=np.int64)
+        if (codes.ndim != 2 or n_codes.shape != (codes.shape[1],) or y_enc.shape != (codes.shape[0],)
+                or codes.min(initial=0) < 0 or (codes >= n_codes).any()
+                or not 0 <= y_enc.min(initial=0) <= y_enc.max(initial=0) < len(self.classes_)):
+            raise ValueError("grammar_ holds inconsistent training codes")
+        expected = _grammar_codes(self.binarizer_, np.zeros((0, self.n_features_in_)))[1]
+        if not np.array_equal(expected, n_codes):
+            raise ValueError("grammar_ codes do not match binarizer_")
+        prior = self._prior_object()
+        chipman = isinstance(prior, ChipmanPrior)
+        store = build_node_store(codes, y_enc, len(self.classes_), n_codes=n_codes, dedupe=not chipman,
+                                 chipman_weights=chipman, max_nodes=max(self.n_nodes_, 1))
+        if store.n_nodes != self.n_nodes_ or store.n_edges != self.n_split_edges_:
+            raise ValueError("the rebuilt grammar differs from the saved one")
+        self.grammar_ = BoxGrammar(store, self.rho_, prior)
+        self._fit_data = (codes, n_codes, y_enc)
+        self._factory = TreeFactory(store, self.binarizer_, self.rho_, self.classes_, self._feature_names())
 
     # -- posterior queries -------------------------------------------------------------------
 
@@ -368,7 +484,8 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        trees : list of arboretum.tree.Tree
+        trees : list of arboretum.Tree
+            On the raw columns, like ``tree_``.
         """
         check_is_fitted(self)
         n = check_int(n, "n", minimum=1)
@@ -406,19 +523,26 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
 
     # -- prediction --------------------------------------------------------------------------
 
+    def _codes(self, X: Any) -> np.ndarray:
+        """The grammar's codes of raw ``X`` (one column per ordinal group)."""
+        E = self._encoded_X(X)
+        return _grammar_codes(self.binarizer_, E)[0]
+
     def predict_proba(self, X: Any, method: str | None = None, n_samples: int | None = None,
                       random_state: Any = None, ensemble: str | None = None) -> np.ndarray:
         """Class probabilities of ``X``.
 
         Parameters
         ----------
-        X : array-like of shape (n_queries, n_features)
-        method : {"map", "bma", "sample"}, optional
-            ``"map"``: the MAP tree's leaf predictive.  ``"bma"``: the exact
-            posterior predictive, the average over *all* trees weighted by
-            their posterior probability (spec §3.7).  ``"sample"``: the average
-            over ``n_samples`` posterior samples (paths or trees, see
-            ``ensemble``).  Defaults to ``predict_method``.
+        X : array-like or pandas DataFrame of shape (n_queries, n_features_in_)
+            Raw features, as in ``fit``.
+        method : {"average", "map", "sample"}, optional
+            ``"average"``: the exact posterior predictive, the average over
+            *all* trees weighted by their posterior probability (spec §3.7;
+            ``"bma"`` is its deprecated name).  ``"map"``: the MAP tree's leaf
+            predictive.  ``"sample"``: the average over ``n_samples`` posterior
+            samples (paths or trees, see ``ensemble``).  Defaults to
+            ``predict_method``.
         n_samples : int, optional
             Ensemble size for ``"sample"`` (defaults to ``n_samples``).
         random_state : int, RandomState or None
@@ -430,16 +554,17 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_queries, n_classes)
         """
-        check_is_fitted(self)
-        method = _check_choice(self.predict_method if method is None else method, "method", PREDICT_METHODS)
-        X = self._validate_X(X)
+        method = self._method(method)
         if method == "map":
-            return self.tree_.predict_proba(X)
-        codes = self.binner_.transform(X)
-        if method == "bma":
+            leaves = self.apply(X)  # checks that the estimator is fitted first
+            return self.tree_.value[leaves].copy()
+        codes = self._codes(X)
+        if method == "average":
             return self.grammar_.predict_bma(codes)
         n = check_int(self.n_samples if n_samples is None else n_samples, "n_samples", minimum=1)
-        how = _check_choice(self.ensemble if ensemble is None else ensemble, "ensemble", ENSEMBLES)
+        how = self.ensemble if ensemble is None else ensemble
+        if how not in ENSEMBLES:
+            raise ValueError(f"ensemble must be one of {list(ENSEMBLES)}; got {how!r}")
         seed = self._seed(random_state)
         if how == "paths":
             return self.grammar_.predict_paths(codes, n, seed)
@@ -452,17 +577,19 @@ class PCFGTreeClassifier(ClassifierMixin, BaseEstimator):
                                    ensemble=ensemble)
         return self.classes_[np.argmax(proba, axis=1)]
 
-    def apply(self, X: Any) -> np.ndarray:
-        """Index (in ``tree_``) of the MAP-tree leaf each sample reaches."""
-        check_is_fitted(self)
-        return self.tree_.apply(self._validate_X(X))
-
-    def export_text(self, feature_names: Any = None, **kwargs: Any) -> str:
-        """The MAP tree as indented text (see :meth:`arboretum.tree.Tree.export_text`)."""
-        check_is_fitted(self)
-        return self.tree_.export_text(feature_names=feature_names, **kwargs)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         return tags
+
+
+def _grammar_codes(binarizer: Binarizer, E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The grammar's codes of an encoded matrix and the number of codes per grammar feature.
+
+    Without any threshold (every column constant, or the single-leaf
+    fallback) the grammar gets one feature with a single code: no split, one leaf.
+    """
+    codes = binarizer.ordinal_encoded(E)
+    if codes.shape[1] == 0:
+        return np.zeros((E.shape[0], 1), dtype=np.int32), np.ones(1, dtype=np.int64)
+    return codes, binarizer.n_codes_

@@ -30,6 +30,7 @@ Two priors share this engine:
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numba
@@ -37,7 +38,7 @@ import numpy as np
 
 from ..bayes import ChipmanPrior, log_dirichlet_multinomial
 from . import _kernels as K
-from .store import GrammarTooLargeError, NodeStore
+from .store import GrammarLimitReached, NodeStore
 
 __all__ = ["BoxGrammar", "PhiPrior", "SampledTrees"]
 
@@ -104,7 +105,10 @@ class BoxGrammar:
     prior : PhiPrior or ChipmanPrior
     memory_limit : int or None, default=None
         Bytes that the store plus the tables may hold; checked before each
-        table is allocated (:class:`~arboretum.pcfg.store.GrammarTooLargeError`).
+        table is allocated (:class:`~arboretum.pcfg.store.GrammarLimitReached`).
+    deadline : float or None, default=None
+        ``time.perf_counter()`` value after which building the tables stops
+        (:class:`~arboretum.pcfg.store.GrammarLimitReached`).
     advice : str, default=""
         End of the error message when the memory limit is hit.
 
@@ -121,8 +125,9 @@ class BoxGrammar:
     """
 
     def __init__(self, store: NodeStore, alpha: np.ndarray, prior: PhiPrior | ChipmanPrior,
-                 memory_limit: int | None = None, advice: str = "") -> None:
+                 memory_limit: int | None = None, advice: str = "", deadline: float | None = None) -> None:
         self.store = store
+        self.deadline = deadline
         self.memory_limit = memory_limit
         self.advice = advice
         self._probs: tuple[np.ndarray, np.ndarray] | None = None
@@ -148,8 +153,20 @@ class BoxGrammar:
             raise TypeError(f"prior must be a PhiPrior or a ChipmanPrior; got {type(prior).__name__}")
         self._reserve(store.n_nodes * 8 * (1 + 3 * self.n_levels), "the inside tables")
         self.logL = np.asarray(log_dirichlet_multinomial(store.counts, self.alpha), dtype=np.float64)
+        self._check_time()
         self.logQ = self._inside(self.logL, maximize=False)[0]
+        self._check_time()
         self.logQmax, self.best = self._inside(self.logL, maximize=True)
+        self.deadline = None  # the fit is over; later queries are not limited
+
+    def _check_time(self) -> None:
+        """Raise :class:`GrammarLimitReached` when the fit's deadline has passed."""
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            raise GrammarLimitReached(
+                f"BCART-PCFG: the time limit was reached before the inside tables of {self.store.n_nodes:,} "
+                f"nodes were complete; to fit, {self.advice}",
+                "time_limit",
+            )
 
     def _reserve(self, n_bytes: int, what: str) -> None:
         """Raise if allocating ``n_bytes`` more would pass the memory limit."""
@@ -157,11 +174,12 @@ class BoxGrammar:
             return
         have = self.nbytes if hasattr(self, "best") else self.store.nbytes
         if have + n_bytes > self.memory_limit:
-            raise GrammarTooLargeError(
+            raise GrammarLimitReached(
                 f"BCART-PCFG grammar too large: {what} need {n_bytes / 2**20:,.0f} MiB on top of "
                 f"{have / 2**20:,.0f} MiB, over the memory limit of {self.memory_limit / 2**20:,.0f} MiB "
                 f"({self.store.n_nodes:,} nodes, {self.store.n_edges:,} splits, {self.n_levels} depth "
-                f"levels). The method is exact and never approximates; to fit, {self.advice}"
+                f"levels). The method is exact and never approximates; to fit, {self.advice}",
+                "memory_limit",
             )
     # -- inside passes --------------------------------------------------------------------
 

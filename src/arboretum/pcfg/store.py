@@ -24,13 +24,26 @@ import numpy as np
 from .._bitset import n_words, pack_columns, unpack
 from . import _kernels as K
 
-__all__ = ["GrammarTooLargeError", "NodeStore", "Preflight", "build_node_store", "preflight"]
+__all__ = ["GrammarLimitReached", "GrammarTooLargeError", "NodeStore", "Preflight", "build_node_store", "preflight"]
 
 _INITIAL_NODES = 1 << 12
 
 
 class GrammarTooLargeError(RuntimeError):
-    """The node store would exceed ``max_nodes`` or the memory limit."""
+    """The grammar is too large for the limits: refused before any work (the pre-flight estimate)."""
+
+
+class GrammarLimitReached(GrammarTooLargeError):
+    """A limit (``max_nodes``, ``memory_limit`` or ``time_limit``) was reached while building.
+
+    :class:`~arboretum.PCFGTreeClassifier` catches it and fits a coarser
+    grammar instead (a limit never makes ``fit`` raise); ``reason`` names the
+    limit.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -224,17 +237,22 @@ class _Arrays:
                 self.edge_w = bigger(self.edge_w, cap_edges, n_edges)
 
 
-def _too_large(what: str, n_nodes: int, pre: Preflight, advice: str) -> GrammarTooLargeError:
-    return GrammarTooLargeError(
+def _too_large(what: str, n_nodes: int, pre: Preflight, advice: str, reason: str) -> GrammarLimitReached:
+    return GrammarLimitReached(
         f"BCART-PCFG node store too large: {what} after discovering {n_nodes:,} nodes "
         f"(pre-flight: {pre.describe()}). The method is exact and never approximates; to fit, "
-        f"{advice}"
+        f"{advice}",
+        reason,
     )
+
+
+#: Nodes discovered between two looks at the clock (adapted to about 0.05 s per call).
+_FIRST_CHUNK_NODES = 1 << 14
 
 
 def _discover(codes: np.ndarray, n_codes: np.ndarray, y: np.ndarray, n_classes: int, *, dedupe: bool,
               chipman_weights: bool, max_nodes: int, memory_limit: int | None, pre: Preflight,
-              advice: str) -> tuple[_Arrays, int, int, int]:
+              advice: str, deadline: float | None = None) -> tuple[_Arrays, int, int, int]:
     n_samples, n_features = codes.shape
     le, code_off = _code_bitsets(codes, n_codes)
     class_bits = pack_columns(y[:, None] == np.arange(n_classes)[None, :])
@@ -247,16 +265,25 @@ def _discover(codes: np.ndarray, n_codes: np.ndarray, y: np.ndarray, n_classes: 
                                   arrays.node_hash, arrays.ht, class_bits, 0)
     counters = np.array([n_nodes, 0, 0], dtype=np.int64)
     peak = arrays.nbytes
+    chunk = _FIRST_CHUNK_NODES
     while True:
+        cap = max_nodes if deadline is None else min(max_nodes, int(counters[0]) + chunk)
+        t_call = time.perf_counter()
         status = K.discover(le, code_off, class_bits, dedupe, chipman_weights,
                             arrays.node_bits, arrays.node_size, arrays.node_counts, arrays.node_hash,
                             arrays.ht, arrays.edge_start, arrays.edge_a, arrays.edge_b, arrays.edge_f,
-                            arrays.edge_m, arrays.edge_w, counters, max_nodes, max_splits)
+                            arrays.edge_m, arrays.edge_w, counters, cap, max_splits)
         n_nodes, n_edges, head = (int(c) for c in counters)
         if status == K.STATUS_DONE:
             break
-        if status == K.STATUS_LIMIT:
-            raise _too_large(f"more than max_nodes={max_nodes:,} nodes", n_nodes, pre, advice)
+        if deadline is not None and time.perf_counter() >= deadline:
+            raise _too_large("the time limit was reached", n_nodes, pre, advice, "time_limit")
+        if status == K.STATUS_LIMIT and n_nodes > max_nodes:
+            raise _too_large(f"more than max_nodes={max_nodes:,} nodes", n_nodes, pre, advice, "max_nodes")
+        if status == K.STATUS_LIMIT:  # a pause to look at the clock
+            elapsed = time.perf_counter() - t_call
+            chunk = int(min(max(chunk * 0.05 / max(elapsed, 1e-4), 1024), 1 << 22))
+            continue
         cap_nodes = arrays.node_size.shape[0]
         cap_edges = arrays.edge_a.shape[0]
         if n_nodes + 2 * max_splits > cap_nodes or 2 * (n_nodes + 2 * max_splits) > arrays.ht.shape[0]:
@@ -267,7 +294,7 @@ def _discover(codes: np.ndarray, n_codes: np.ndarray, y: np.ndarray, n_classes: 
         if memory_limit is not None and wanted > memory_limit:
             raise _too_large(
                 f"the arrays would need {wanted / 2**20:,.0f} MiB, over memory_limit="
-                f"{memory_limit / 2**20:,.0f} MiB,", n_nodes, pre, advice)
+                f"{memory_limit / 2**20:,.0f} MiB,", n_nodes, pre, advice, "memory_limit")
         arrays.grow(cap_nodes, cap_edges, n_nodes, n_edges)
         peak = max(peak, arrays.nbytes)
     return arrays, n_nodes, n_edges, peak
@@ -362,6 +389,7 @@ def build_node_store(
     memory_limit: int | None = None,
     advice: str = "bucket the features more coarsely (fewer values per feature) or use fewer features.",
     pre: Preflight | None = None,
+    deadline: float | None = None,
 ) -> NodeStore:
     """Discover every node and split of PCFG* for integer codes ``codes`` and labels ``y``.
 
@@ -386,6 +414,8 @@ def build_node_store(
         End of the error message when a limit is hit.
     pre : Preflight, optional
         Pre-flight estimate quoted in error messages.
+    deadline : float, optional
+        ``time.perf_counter()`` value at which to stop.
 
     Returns
     -------
@@ -393,8 +423,9 @@ def build_node_store(
 
     Raises
     ------
-    GrammarTooLargeError
-        If the store would exceed ``max_nodes`` or ``memory_limit``.
+    GrammarLimitReached
+        If the store would exceed ``max_nodes`` or ``memory_limit``, or the
+        deadline passes.
     """
     t0 = time.perf_counter()
     codes = np.ascontiguousarray(codes, dtype=np.int32)
@@ -407,7 +438,7 @@ def build_node_store(
         pre = preflight(codes, n_classes, dedupe=dedupe, n_codes=n_codes)
     arrays, n_nodes, n_edges, peak = _discover(
         codes, n_codes, y, n_classes, dedupe=dedupe, chipman_weights=chipman_weights,
-        max_nodes=max_nodes, memory_limit=memory_limit, pre=pre, advice=advice)
+        max_nodes=max_nodes, memory_limit=memory_limit, pre=pre, advice=advice, deadline=deadline)
     perm, inv = K.size_order(arrays.node_size, n_nodes)
     edge_start, edge_a, edge_b, edge_f, edge_m, edge_w = K.permute_edges(
         perm, inv, arrays.edge_start[: n_nodes + 1], arrays.edge_a[:n_edges], arrays.edge_b[:n_edges],

@@ -1,11 +1,14 @@
 """Turn derivations of PCFG* into :class:`arboretum.tree.Tree` objects.
 
-A grammar split sends ``code[f] <= m`` left; :class:`~arboretum.pcfg.binning.FeatureBinner`
-knows the raw threshold ``t`` with ``x <= t  <=>  code(x) <= m``, so the
-resulting ``THRESHOLD`` split (``BINARY`` for 0/1 features) routes raw data
+A grammar split sends ``code[g] <= m`` left, where ``g`` is an ordinal group
+of the estimator's :class:`~arboretum.binarizer.Binarizer` and ``m`` indexes
+its questions in increasing order (:meth:`Binarizer.ordinal_transform`).  The
+question ``splits_[groups_[g][m]]`` is the raw split that sends exactly those
+values left (``x <= t`` for a numeric column, ``colour == red`` for a one-hot
+question, ``x == 0`` for a 0/1 column), so the resulting tree routes raw data
 exactly as the grammar routes codes.  Leaves (and internal nodes) carry the
 training label counts and the Dirichlet posterior predictive
-``(n_c + alpha_c) / (|N| + sum(alpha))``.
+``(n_c + rho_c) / (|N| + sum(rho))``.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..tree import BINARY, LEAF, THRESHOLD, Tree
-from .binning import FeatureBinner
+from ..binarizer import Binarizer
+from ..tree import CATEGORY, LEAF, Tree
 from .grammar import SampledTrees
 from .store import NodeStore
 
@@ -28,26 +31,39 @@ class TreeFactory:
     Parameters
     ----------
     store : NodeStore
-    binner : FeatureBinner
-    alpha : ndarray of float, shape (n_classes,)
+    binarizer : Binarizer
+        The fitted discretiser whose ordinal groups are the grammar's features.
+    rho : ndarray of float, shape (n_classes,)
+        Dirichlet concentrations of the leaves.
     classes : ndarray
         Class labels, in the order of the count columns.
     feature_names : sequence of str, optional
+        Names of the raw columns.
     """
 
-    def __init__(self, store: NodeStore, binner: FeatureBinner, alpha: np.ndarray, classes: np.ndarray,
+    def __init__(self, store: NodeStore, binarizer: Binarizer, rho: np.ndarray, classes: np.ndarray,
                  feature_names: Sequence[str] | None = None) -> None:
         self.store = store
         self.classes = classes
+        self.n_features = int(binarizer.n_features_in_)
         self.feature_names = None if feature_names is None else [str(n) for n in feature_names]
-        width = max(1, max(t.size for t in binner.thresholds_))
-        self.thresholds = np.full((store.n_features, width), np.nan)
-        for f, t in enumerate(binner.thresholds_):
-            self.thresholds[f, : t.size] = t
-        self.kind_of_feature = np.where(binner.binary_, BINARY, THRESHOLD).astype(np.int8)
+        self.feature_categories = binarizer.feature_categories()
+        groups = binarizer.groups_
+        width = max([1] + [len(g) for g in groups])
+        n_groups = max(1, len(groups))
+        self.kind = np.full((n_groups, width), LEAF, dtype=np.int8)
+        self.column = np.full((n_groups, width), -1, dtype=np.int64)
+        self.threshold = np.full((n_groups, width), np.nan)
+        self.category = np.full((n_groups, width), np.nan)
+        for g, cols in enumerate(groups):
+            for m, k in enumerate(cols.tolist()):
+                s = binarizer.splits_[k]
+                self.kind[g, m], self.column[g, m], self.threshold[g, m] = s.kind, s.column, s.threshold
+                if s.kind == CATEGORY:
+                    self.category[g, m] = s.categories[0]
         counts = store.counts.astype(np.float64)
         self.counts = counts
-        self.value = (counts + alpha) / (counts.sum(axis=1, keepdims=True) + alpha.sum())
+        self.value = (counts + rho) / (counts.sum(axis=1, keepdims=True) + rho.sum())
 
     def _columns(self, trees: SampledTrees, p0: int, p1: int) -> tuple[np.ndarray, ...]:
         """Node columns of positions ``p0 .. p1 - 1`` of ``trees`` (vectorised over many trees)."""
@@ -56,15 +72,17 @@ class TreeFactory:
         internal = edge >= 0
         e = np.where(internal, edge, 0)
         edge_f, edge_m = (s.edge_f, s.edge_m) if s.n_edges else (np.zeros(1, np.int32), np.zeros(1, np.int32))
-        feature = np.where(internal, edge_f[e], -1)
-        safe = np.maximum(feature, 0)
-        kind = np.where(internal, self.kind_of_feature[safe], LEAF).astype(np.int8)
-        threshold = np.where(internal, self.thresholds[safe, edge_m[e]], np.nan)
-        threshold[kind == BINARY] = 0.5
+        g = np.where(internal, edge_f[e], 0)
+        m = np.where(internal, edge_m[e], 0)
+        kind = np.where(internal, self.kind[g, m], LEAF).astype(np.int8)
+        feature = np.where(internal, self.column[g, m], -1)
+        threshold = np.where(internal, self.threshold[g, m], np.nan)
+        category = np.where(internal, self.category[g, m], np.nan)
         nodes = trees.node[p0:p1]
         left = np.where(internal, trees.left[p0:p1], -1)
         right = np.where(internal, trees.right[p0:p1], -1)
-        return left, right, kind, feature, threshold, self.value[nodes], self.counts[nodes], trees.depth[p0:p1]
+        return (left, right, kind, feature, threshold, self.value[nodes], self.counts[nodes], trees.depth[p0:p1],
+                category)
 
     def _tree(self, columns: tuple[np.ndarray, ...], offset: int, template: Tree | None = None) -> Tree:
         """One tree from its node columns; validated by :class:`Tree` unless ``template`` is given.
@@ -75,7 +93,7 @@ class TreeFactory:
         derivations of the grammar are valid by construction (the tests compare
         both paths on many samples).
         """
-        left, right, kind, feature, threshold, value, counts, depth = columns
+        left, right, kind, feature, threshold, value, counts, depth, category = columns
         internal = kind != LEAF
         arrays = {
             "children_left": np.where(internal, left - offset, -1).astype(np.int64, copy=False),
@@ -87,13 +105,15 @@ class TreeFactory:
             "counts": counts.copy(),
             "depth": depth.astype(np.int64),
         }
+        categories = {int(i): np.array([category[i]]) for i in np.flatnonzero(kind == CATEGORY).tolist()}
         if template is None:
-            return Tree(**arrays, n_features=self.store.n_features, classes=self.classes,
-                        feature_names=self.feature_names)
+            return Tree(**arrays, n_features=self.n_features, classes=self.classes,
+                        feature_names=self.feature_names, categories=categories,
+                        feature_categories=self.feature_categories)
         tree = object.__new__(Tree)
         tree.__dict__.update(template.__dict__)
         tree.__dict__.update(arrays)
-        tree.categories = {}
+        tree.categories = categories
         tree.coefs = {}
         return tree
 

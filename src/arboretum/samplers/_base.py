@@ -17,21 +17,21 @@ of each internal node and ``-1`` for each leaf, in pre-order.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._bitset import pack_columns
+from ..base import TreeEstimator, constraints, deprecated_attribute
 from ..bayes import ChipmanPrior, log_posterior, validate_rho
-from ..data import check_binary_features, check_classification_targets_encoded, check_positive_number
+from ..data import Options, check_classification_targets_encoded
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels
 
@@ -85,6 +85,17 @@ def encoding_from_tree(tree: Tree, n_features: int) -> NDArray[np.int32]:
         enc.append(f)
         stack.extend((int(tree.children_right[node]), int(tree.children_left[node])))
     return np.asarray(enc, dtype=np.int32)
+
+
+def _check_encoding(enc: NDArray[np.int32], n_features: int) -> None:
+    """Raise ValueError unless ``enc`` is a valid pre-order encoding over ``n_features`` features."""
+    enc = np.asarray(enc)
+    if enc.ndim != 1 or enc.size == 0 or enc.min() < -1 or enc.max() >= n_features:
+        raise ValueError(f"malformed tree encoding {enc.tolist()[:20]}")
+    # open slots after each token: 1 at the start, +1 for a split (two children, one slot used), -1 for a leaf
+    slots = 1 + np.cumsum(np.where(enc >= 0, 1, -1))
+    if slots[-1] != 0 or (slots[:-1] <= 0).any():
+        raise ValueError(f"malformed tree encoding {enc.tolist()[:20]}")
 
 
 def encoding_to_paren(enc: Sequence[int]) -> str:
@@ -262,7 +273,10 @@ class TreeSamples(Sequence):
     index : array-like of int
         ``index[i]`` is the distinct tree of sample ``i``.
     problem : Problem
-        Builds the trees.
+        Builds the trees (on the searched 0/1 columns).
+    to_raw : callable, optional
+        Rewrites a tree on the searched columns as a tree on the raw columns
+        (the estimator's binarizer); the samples are those raw trees.
 
     Attributes
     ----------
@@ -272,11 +286,18 @@ class TreeSamples(Sequence):
         Number of distinct trees.
     """
 
-    def __init__(self, encodings: list[NDArray[np.int32]], index: ArrayLike, problem: Problem) -> None:
+    def __init__(
+        self,
+        encodings: list[NDArray[np.int32]],
+        index: ArrayLike,
+        problem: Problem,
+        to_raw: Callable[[Tree], Tree] | None = None,
+    ) -> None:
         self._encodings = list(encodings)
         self.index = np.asarray(index, dtype=np.int64)
         self.index.setflags(write=False)
         self._problem = problem
+        self._to_raw = to_raw
         self._cache: dict[int, Tree] = {}
 
     @property
@@ -290,7 +311,8 @@ class TreeSamples(Sequence):
         if not 0 <= j < len(self._encodings):
             raise IndexError(f"distinct tree index {j} out of range [0, {len(self._encodings)})")
         if j not in self._cache:
-            self._cache[j] = self._problem.tree(self._encodings[j])
+            tree = self._problem.tree(self._encodings[j])
+            self._cache[j] = tree if self._to_raw is None else self._to_raw(tree)
         return self._cache[j]
 
     def encoding(self, j: int) -> NDArray[np.int32]:
@@ -336,11 +358,16 @@ class SampleSet:
 # ---------------------------------------------------------------------------
 
 
-class BaseTreeSampler(ClassifierMixin, BaseEstimator):
+#: Parameters every sampler has.
+SAMPLER_PARAMETERS = ("alpha", "beta", "rho", "time_limit", "random_state", "binarize", "binarizer", "verbose")
+SAMPLER_CONSTRAINTS: dict = constraints(*SAMPLER_PARAMETERS, predict_method=[Options(("average", "map"))])
+
+
+class BaseTreeSampler(ClassifierMixin, TreeEstimator):
     """Shared skeleton of the BCART samplers (not an estimator on its own).
 
-    Subclasses define ``__init__`` (storing ``alpha``, ``beta``, ``rho``,
-    ``time_limit`` and ``random_state`` among their parameters),
+    Subclasses define ``__init__`` (storing the parameters of
+    ``SAMPLER_CONSTRAINTS`` among their own), ``_parameter_constraints``,
     :meth:`_check_sampler_params` and :meth:`_sample`.
     """
 
@@ -349,11 +376,14 @@ class BaseTreeSampler(ClassifierMixin, BaseEstimator):
     rho: Any
     time_limit: float | None
     random_state: Any
+    _predict_methods = ("average", "map")
+
+    best_tree_ = deprecated_attribute("tree_")
+    best_log_posterior_ = deprecated_attribute("log_posterior_")
 
     # -- hooks -----------------------------------------------------------------------------
     def _check_sampler_params(self) -> None:
-        """Validate the sampler's own parameters (raise ``TypeError``/``ValueError``)."""
-        raise NotImplementedError
+        """Check what the parameter table cannot (relations between parameters)."""
 
     def _sample(self, problem: Problem, rng: np.random.Generator, deadline: float | None) -> SampleSet:
         """Run the sampler on ``problem``; stop at ``deadline`` (``time.perf_counter()`` value)."""
@@ -364,18 +394,9 @@ class BaseTreeSampler(ClassifierMixin, BaseEstimator):
         n = len(self.samples_)
         return np.full(n, 1.0 / n) if n else np.zeros(0)
 
-    # -- validation ------------------------------------------------------------------------
-    def _check_params(self, n_classes: int) -> NDArray[np.float64]:
-        ChipmanPrior(self.alpha, self.beta)  # raises ValueError naming alpha or beta
-        rho = validate_rho(self.rho, n_classes)
-        check_positive_number(self.time_limit, "time_limit", allow_none=True)
-        check_random_state(self.random_state)
-        self._check_sampler_params()
-        return rho
-
-    def _validate_X(self, X: Any) -> NDArray[np.uint8]:
-        X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=True)
-        return check_binary_features(X, estimator_name=type(self).__name__)
+    def _stop_detail(self) -> str:
+        """What a stopped run returns, for the limit warning."""
+        return f"{len(self.samples_):,} samples kept; tree_ is the most probable tree seen"
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> BaseTreeSampler:
@@ -383,8 +404,10 @@ class BaseTreeSampler(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Binary (0/1 or boolean) features.
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+            Binary (0/1 or boolean) features, or, unless ``binarize`` is False,
+            any numbers, booleans, strings or categories without missing
+            values (binarised as in :class:`~arboretum.MAPTreeClassifier`).
         y : array-like of shape (n_samples,)
             Class labels (at least two distinct values).
 
@@ -392,65 +415,113 @@ class BaseTreeSampler(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        t_start = time.perf_counter()
-        X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=True, reset=True)
-        y_enc, classes = check_classification_targets_encoded(y, estimator_name=type(self).__name__)
-        X = check_binary_features(X, estimator_name=type(self).__name__)
-        rho = self._check_params(len(classes))
+        t_start = self._clock()
+        self._validate_params()
+        self._check_sampler_params()
+        y_enc, classes = check_classification_targets_encoded(
+            y, n_samples=_num_samples(X), estimator_name=type(self).__name__
+        )
+        rho = validate_rho(self.rho, len(classes))
+        Xb = self._fit_questions(X)
+        if Xb.shape[1] == 0:  # every raw column is constant: only the single leaf is possible
+            Xb = np.zeros((Xb.shape[0], 1), dtype=np.uint8)
         deadline = None if self.time_limit is None else t_start + float(self.time_limit)
         seed = check_random_state(self.random_state).randint(0, 2**32, size=4, dtype=np.uint64)
         rng = np.random.default_rng(seed)
 
-        names = [str(n) for n in self.feature_names_in_] if hasattr(self, "feature_names_in_") else None
-        problem = Problem(X, y_enc, rho, self.alpha, self.beta, classes=classes, feature_names=names)
+        problem = Problem(Xb, y_enc, rho, self.alpha, self.beta, classes=classes,
+                          feature_names=self._search_feature_names())
         result = self._sample(problem, rng, deadline)
 
         self.classes_ = classes
         self.rho_ = rho
-        self.samples_ = TreeSamples(result.encodings, result.index, problem)
+        self.samples_ = TreeSamples(result.encodings, result.index, problem, to_raw=self._raw_tree)
         self.log_posteriors_ = np.asarray(result.log_posteriors, dtype=np.float64)
-        self.best_tree_ = problem.tree(result.best)
-        self.tree_ = self.best_tree_
-        self.best_log_posterior_ = float(
-            log_posterior(self.best_tree_, X, y_enc, alpha=self.alpha, beta=self.beta, rho=rho)
+        search_tree = problem.tree(result.best)
+        self.log_posterior_ = float(
+            log_posterior(search_tree, Xb, y_enc, alpha=self.alpha, beta=self.beta, rho=rho)
         )
-        self.log_posterior_ = self.best_log_posterior_
-        self.stop_reason_ = result.stop_reason
+        self.tree_ = self._raw_tree(search_tree)
         for name, value in result.extra.items():
             setattr(self, name, value)
-        self.fit_time_ = time.perf_counter() - t_start
+        self.fit_time_ = self._clock() - t_start
+        self._set_stop(result.stop_reason, self._stop_detail())
         return self
 
+    # -- persistence -----------------------------------------------------------------------
+    def _get_fitted_state(self) -> dict[str, Any]:
+        state = super()._get_fitted_state()
+        samples = state.pop("samples_")
+        problem = samples._problem
+        encs = samples._encodings
+        state["samples_"] = {
+            "encodings": np.concatenate(encs).astype(np.int32) if encs else np.zeros(0, dtype=np.int32),
+            "lengths": np.array([e.shape[0] for e in encs], dtype=np.int64),
+            "index": samples.index.copy(),
+            "X": problem.X,
+            "y": problem.y,
+            "feature_names": problem.feature_names,
+        }
+        return state
+
+    def _set_fitted_state(self, state: dict[str, Any]) -> None:
+        s = dict(state)
+        data = s.pop("samples_")
+        super()._set_fitted_state(s)
+        if not isinstance(data, dict):
+            raise ValueError("samples_ must hold the encodings, index and training data")
+        X = np.asarray(data["X"], dtype=np.uint8)
+        y = np.asarray(data["y"], dtype=np.int64)
+        if X.ndim != 2 or y.shape != (X.shape[0],) or (y.size and not 0 <= y.min() <= y.max() < len(self.classes_)):
+            raise ValueError("samples_ holds inconsistent training data")
+        problem = Problem(X, y, self.rho_, self.alpha, self.beta, classes=self.classes_,
+                          feature_names=data["feature_names"])
+        lengths = np.asarray(data["lengths"], dtype=np.int64)
+        flat = np.asarray(data["encodings"], dtype=np.int32)
+        if lengths.sum() != flat.shape[0] or (lengths < 1).any():
+            raise ValueError("samples_ encodings do not match their lengths")
+        encs = np.split(flat, np.cumsum(lengths)[:-1]) if lengths.size else []
+        for e in encs:
+            _check_encoding(e, problem.n_features)
+        index = np.asarray(data["index"], dtype=np.int64)
+        if index.size and not 0 <= index.min() <= index.max() < len(encs):
+            raise ValueError("samples_ index refers to trees that are not stored")
+        self.samples_ = TreeSamples(encs, index, problem, to_raw=self._raw_tree)
+
     # -- prediction ------------------------------------------------------------------------
-    def predict_proba(self, X: Any, method: str = "best") -> NDArray[np.float64]:
+    def predict_proba(self, X: Any, method: str | None = None) -> NDArray[np.float64]:
         """Class probabilities.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Binary features.
-        method : {"best", "average"}, default="best"
-            ``"best"``: the posterior mean class probabilities of the leaf of
-            ``best_tree_`` that each sample reaches.  ``"average"``: the average
-            of these probabilities over the sampled trees, weighted by the
-            sample weights (uniform for MCMC, the particle weights for SMC),
-            i.e. a Monte Carlo estimate of the posterior predictive.
+        X : array-like or pandas DataFrame of shape (n_samples, n_features_in_)
+            Raw features, as in ``fit``.
+        method : {"average", "map"}, optional
+            ``"average"``: the average of the leaf predictive probabilities
+            over the sampled trees, weighted by the sample weights (uniform for
+            MCMC, the particle weights for SMC): a Monte Carlo estimate of the
+            posterior predictive.  ``"map"``: the posterior mean class
+            probabilities of the leaf of ``tree_`` (the most probable tree
+            seen) that each sample reaches.  Default: ``predict_method``, or
+            ``"map"`` when a time limit stopped the sampler before it kept any
+            sample.  (``"best"`` is the deprecated name of ``"map"``.)
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        X = self._validate_X(X)
-        if method == "best":
-            return self.best_tree_.predict_proba(X)
-        if method != "average":
-            raise ValueError(f"method must be 'best' or 'average'; got {method!r}")
+        if method is None and self.predict_method == "average" and len(getattr(self, "samples_", [1])) == 0:
+            method = "map"  # a limit stopped the sampler before it kept a sample: tree_ is all there is
+        method = self._method(method)
+        if method == "map":
+            leaves = self.apply(X)  # checks that the estimator is fitted first
+            return self.tree_.value[leaves].copy()
+        Xb = self._binary_X(X)
         weights = self._sample_weights()
         if len(weights) == 0:
             raise ValueError(
                 "no samples were kept (the time limit stopped the sampler during burn-in); "
-                "use method='best' or a longer time_limit"
+                "use method='map' or a longer time_limit"
             )
         samples = self.samples_
         per_tree = np.bincount(samples.index, weights=weights, minlength=samples.n_distinct)
@@ -459,31 +530,22 @@ class BaseTreeSampler(ClassifierMixin, BaseEstimator):
         offsets = np.zeros(len(encs) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([e.shape[0] for e in encs])
         problem = samples._problem
-        out = np.zeros((X.shape[0], problem.n_classes), dtype=np.float64)
+        if Xb.shape[1] != problem.n_features:  # constant training columns: the placeholder column
+            Xb = np.zeros((Xb.shape[0], problem.n_features), dtype=np.uint8)
+        out = np.zeros((Xb.shape[0], problem.n_classes), dtype=np.float64)
         _kernels.accumulate_proba(
             np.concatenate(encs).astype(np.int32), offsets, per_tree[used] / per_tree[used].sum(),
-            problem.X, problem.y, problem.rho, X, out,
+            problem.X, problem.y, problem.rho, np.ascontiguousarray(Xb, dtype=np.uint8), out,
         )
         return out
 
-    def predict(self, X: Any, method: str = "best") -> NDArray[Any]:
+    def predict(self, X: Any, method: str | None = None) -> NDArray[Any]:
         """Most probable class under :meth:`predict_proba` (ties: the first class)."""
         proba = self.predict_proba(X, method=method)
         return self.classes_[np.argmax(proba, axis=1)]
-
-    def apply(self, X: Any) -> NDArray[np.int64]:
-        """Index (in ``best_tree_``) of the leaf each sample reaches."""
-        check_is_fitted(self)
-        return self.best_tree_.apply(self._validate_X(X))
-
-    def export_text(self, feature_names: Sequence[str] | None = None, **kwargs: Any) -> str:
-        """The best tree as indented text (see :meth:`arboretum.tree.Tree.export_text`)."""
-        check_is_fitted(self)
-        return self.best_tree_.export_text(feature_names=feature_names, **kwargs)
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         tags.non_deterministic = self.random_state is None
         return tags
-

@@ -41,22 +41,29 @@ chunks of about 0.1 s, between which the time limit is checked.
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 import time
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import check_int
+from ..data import Check, Interval, Options
 from ..tree import Tree
 from . import _kernels
-from ._base import BaseTreeSampler, Problem, SampleSet, encoding_from_tree
+from ._base import SAMPLER_CONSTRAINTS, BaseTreeSampler, Problem, SampleSet, encoding_from_tree
 from ._pool import NodePool
 
 __all__ = ["MCMCTreeSampler"]
 
 _MOVES = ("grow", "prune", "change", "swap")
 _CHUNK_SECONDS = 0.1
+
+
+def _moves_ok(p: Any) -> bool:
+    probs = np.asarray(p, dtype=np.float64)
+    return probs.shape == (4,) and bool(np.all(np.isfinite(probs)) and np.all(probs >= 0))
 
 
 class MCMCTreeSampler(BaseTreeSampler):
@@ -68,7 +75,9 @@ class MCMCTreeSampler(BaseTreeSampler):
     docstring for the proposal ratios), and keeps the visited trees after a
     burn-in, every ``thin``-th iteration.
 
-    Features must be binary (0/1).
+    Binary (0/1) features are used as they are; numbers, categories and
+    strings are binarised first, as in :class:`~arboretum.MAPTreeClassifier`,
+    and the trees read on the raw columns.
 
     Parameters
     ----------
@@ -92,21 +101,39 @@ class MCMCTreeSampler(BaseTreeSampler):
         Initial tree: drawn from the prior, the single leaf, or a given tree
         with binary splits on these features.
     time_limit : float or None, default=None
-        Stop after this many seconds and keep what was sampled so far.
+        Stop after this many seconds and keep what was sampled so far (the
+        run ends with ``stop_reason_ = "time_limit"`` and a
+        :class:`~arboretum.LimitWarning`, never an error).
     random_state : int, RandomState instance or None, default=None
         Seed; the result is deterministic given an int.
+    binarize : "auto", True, "always", False or None, default="auto"
+        As in :class:`~arboretum.MAPTreeClassifier`: 0/1 ``X`` is used as it
+        is, anything else binarised.
+    binarizer : Binarizer or None, default=None
+        As in :class:`~arboretum.MAPTreeClassifier` (``binarizer__*``
+        parameters can be tuned).
+    predict_method : {"average", "map"}, default="average"
+        Default ``method`` of :meth:`predict_proba` and :meth:`predict`: the
+        average over the samples (the posterior predictive), or ``tree_``.
+    verbose : int, default=0
+        If > 0, print progress about once a second.
 
     Attributes
     ----------
     samples_ : TreeSamples
         The kept states, ``(n_iterations - burn_in) // thin`` trees (fewer
         after a time limit); list-like, identical trees are one object.
+        They split the raw columns, like ``tree_``.
     log_posteriors_ : ndarray of shape (n_samples,)
         ``log P(T, y | X)`` of every kept state.
-    best_tree_, tree_ : Tree
+    tree_ : Tree
         The highest-posterior tree visited (burn-in included).
-    best_log_posterior_, log_posterior_ : float
-        Its log posterior, recomputed with :func:`arboretum.bayes.log_posterior`.
+        (``best_tree_`` is its deprecated name.)
+    log_posterior_ : float
+        Its log posterior, recomputed with :func:`arboretum.bayes.log_posterior`
+        (``best_log_posterior_`` is its deprecated name).
+    binarizer_ : Binarizer or None
+        The fitted binarizer, or None when ``X`` was used as it is.
     n_iterations_ : int
         Iterations run.
     acceptance_rates_ : dict of str to float
@@ -142,6 +169,10 @@ class MCMCTreeSampler(BaseTreeSampler):
         init: Any = "prior",
         time_limit: float | None = None,
         random_state: Any = None,
+        binarize: Any = "auto",
+        binarizer: Any = None,
+        predict_method: str = "average",
+        verbose: int = 0,
     ) -> None:
         self.alpha = alpha
         self.beta = beta
@@ -153,37 +184,45 @@ class MCMCTreeSampler(BaseTreeSampler):
         self.init = init
         self.time_limit = time_limit
         self.random_state = random_state
+        self.binarize = binarize
+        self.binarizer = binarizer
+        self.predict_method = predict_method
+        self.verbose = verbose
+
+    _parameter_constraints: dict = {
+        **SAMPLER_CONSTRAINTS,
+        "n_iterations": [Interval(numbers.Integral, 1, None)],
+        "burn_in": [Interval(numbers.Integral, 0, None)],
+        "thin": [Interval(numbers.Integral, 1, None)],
+        "move_probabilities": [
+            Check(_moves_ok, "4 finite non-negative numbers (grow, prune, change, swap)")
+        ],
+        "init": [Options(("prior", "leaf")), Check(lambda t: isinstance(t, Tree), "an arboretum Tree")],
+    }
 
     # -- validation ------------------------------------------------------------------------
     def _move_probabilities(self) -> NDArray[np.float64]:
-        try:
-            probs = np.asarray(self.move_probabilities, dtype=np.float64)
-        except (TypeError, ValueError):
-            probs = np.zeros(0)
-        if probs.shape != (4,) or not np.all(np.isfinite(probs)) or np.any(probs < 0):
+        probs = np.asarray(self.move_probabilities, dtype=np.float64)
+        return probs / probs.sum()
+
+    def _check_sampler_params(self) -> None:
+        if self.burn_in >= self.n_iterations:
             raise ValueError(
-                "move_probabilities must be 4 finite non-negative numbers (grow, prune, change, swap); "
-                f"got {self.move_probabilities!r}"
+                f"burn_in must be smaller than n_iterations ({self.n_iterations}) so that samples are kept; "
+                f"got {self.burn_in}"
             )
+        probs = np.asarray(self.move_probabilities, dtype=np.float64)
         if probs[0] <= 0 or probs[1] <= 0:
             raise ValueError(
                 "move_probabilities must give grow and prune positive probabilities (each is the "
                 f"reverse move of the other); got {self.move_probabilities!r}"
             )
-        return probs / probs.sum()
 
-    def _check_sampler_params(self) -> None:
-        n_iterations = check_int(self.n_iterations, "n_iterations", minimum=1)
-        burn_in = check_int(self.burn_in, "burn_in", minimum=0)
-        check_int(self.thin, "thin", minimum=1)
-        if burn_in >= n_iterations:
-            raise ValueError(
-                f"burn_in must be smaller than n_iterations ({n_iterations}) so that samples are kept; "
-                f"got {burn_in}"
-            )
-        self._move_probabilities()
-        if not isinstance(self.init, Tree) and self.init not in ("prior", "leaf"):
-            raise ValueError(f"init must be 'prior', 'leaf' or an arboretum Tree; got {self.init!r}")
+    def _stop_detail(self) -> str:
+        return (
+            f"{self.n_iterations_:,} of {self.n_iterations:,} iterations run, {len(self.samples_):,} samples "
+            f"kept; tree_ is the most probable tree seen"
+        )
 
     def _initial_encoding(self, problem: Problem, rng: np.random.Generator) -> NDArray[np.int32]:
         if isinstance(self.init, Tree):
@@ -241,6 +280,7 @@ class MCMCTreeSampler(BaseTreeSampler):
         done = 0
         chunk = 256
         stop_reason = "completed"
+        last_print = time.perf_counter()
         while done < n_iterations:
             now = time.perf_counter()
             if deadline is not None and now >= deadline:
@@ -274,6 +314,13 @@ class MCMCTreeSampler(BaseTreeSampler):
             if deadline is not None:
                 target = min(target, max((deadline - time.perf_counter()) / 2, 1e-3))
             chunk = int(min(max(ran * target / elapsed, 16), 1 << 20))
+            if self.verbose and time.perf_counter() - last_print >= 1.0:
+                last_print = time.perf_counter()
+                print(
+                    f"[{type(self).__name__}] iteration {done:,} of {n_iterations:,}, best log posterior "
+                    f"{fmeta[K.F_BEST]:.4f}",
+                    file=sys.stderr,
+                )
 
         ids = np.concatenate(rec_ids) if rec_ids else np.zeros(0, dtype=np.int64)
         mapping = np.asarray(kernel_to_distinct, dtype=np.int64)

@@ -48,6 +48,8 @@ data are scanned once per distinct subproblem, not once per particle.
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 import time
 from typing import Any
 
@@ -55,8 +57,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-from ..data import check_int, check_positive_number
-from ._base import BaseTreeSampler, Problem, SampleSet
+from ..data import Interval, Options
+from ._base import SAMPLER_CONSTRAINTS, BaseTreeSampler, Problem, SampleSet
 from ._pool import NodePool
 
 __all__ = ["SMCTreeSampler"]
@@ -87,7 +89,9 @@ class SMCTreeSampler(BaseTreeSampler):
     estimate of the evidence ``P(y | X)``.  See the module docstring for the
     algorithm.
 
-    Features must be binary (0/1).
+    Binary (0/1) features are used as they are; numbers, categories and
+    strings are binarised first, as in :class:`~arboretum.MAPTreeClassifier`,
+    and the trees read on the raw columns.
 
     Parameters
     ----------
@@ -116,23 +120,38 @@ class SMCTreeSampler(BaseTreeSampler):
     time_limit : float or None, default=None
         Stop after this many seconds (checked every 256 node expansions).  Pending nodes
         then become leaves: the trees are valid but the weights are those of
-        the unfinished run and ``log_evidence_estimate_`` is NaN.
+        the unfinished run and ``log_evidence_estimate_`` is NaN
+        (``stop_reason_ = "time_limit"`` and a :class:`~arboretum.LimitWarning`).
     random_state : int, RandomState instance or None, default=None
         Seed; the result is deterministic given an int.
+    binarize : "auto", True, "always", False or None, default="auto"
+        As in :class:`~arboretum.MAPTreeClassifier`.
+    binarizer : Binarizer or None, default=None
+        As in :class:`~arboretum.MAPTreeClassifier`.
+    predict_method : {"average", "map"}, default="average"
+        Default ``method`` of :meth:`predict_proba` and :meth:`predict`: the
+        weighted average over the particles, or ``tree_``.
+    verbose : int, default=0
+        If > 0, print progress about once a second.
 
     Attributes
     ----------
     samples_ : TreeSamples
         The final particles (``n_particles * n_islands`` trees, list-like;
-        island ``i`` holds samples ``i * n_particles`` to ``(i + 1) * n_particles - 1``).
+        island ``i`` holds samples ``i * n_particles`` to ``(i + 1) * n_particles - 1``),
+        on the raw columns like ``tree_``.
     weights_ : ndarray of shape (n_samples,)
         Normalised importance weights of the particles, islands pooled.
     log_posteriors_ : ndarray of shape (n_samples,)
         ``log P(T, y | X)`` of every particle's tree.
-    best_tree_, tree_ : Tree
-        The particle tree with the highest log posterior.
-    best_log_posterior_, log_posterior_ : float
-        Its log posterior, recomputed with :func:`arboretum.bayes.log_posterior`.
+    tree_ : Tree
+        The particle tree with the highest log posterior (``best_tree_`` is
+        its deprecated name).
+    log_posterior_ : float
+        Its log posterior, recomputed with :func:`arboretum.bayes.log_posterior`
+        (``best_log_posterior_`` is its deprecated name).
+    binarizer_ : Binarizer or None
+        The fitted binarizer, or None when ``X`` was used as it is.
     log_evidence_estimate_ : float
         ``log`` of the mean of the islands' evidence estimates (unbiased for
         ``P(y | X)`` before the log); NaN after a time limit.
@@ -177,6 +196,10 @@ class SMCTreeSampler(BaseTreeSampler):
         resampling: str = "systematic",
         time_limit: float | None = None,
         random_state: Any = None,
+        binarize: Any = "auto",
+        binarizer: Any = None,
+        predict_method: str = "average",
+        verbose: int = 0,
     ) -> None:
         self.alpha = alpha
         self.beta = beta
@@ -188,15 +211,25 @@ class SMCTreeSampler(BaseTreeSampler):
         self.resampling = resampling
         self.time_limit = time_limit
         self.random_state = random_state
+        self.binarize = binarize
+        self.binarizer = binarizer
+        self.predict_method = predict_method
+        self.verbose = verbose
 
-    def _check_sampler_params(self) -> None:
-        check_int(self.n_particles, "n_particles", minimum=1)
-        check_int(self.n_islands, "n_islands", minimum=1)
-        check_positive_number(self.ess_threshold, "ess_threshold", strictly=False, upper=1.0)
-        if self.proposal not in _PROPOSALS:
-            raise ValueError(f"proposal must be one of {list(_PROPOSALS)}; got {self.proposal!r}")
-        if self.resampling not in _RESAMPLING:
-            raise ValueError(f"resampling must be one of {list(_RESAMPLING)}; got {self.resampling!r}")
+    _parameter_constraints: dict = {
+        **SAMPLER_CONSTRAINTS,
+        "n_particles": [Interval(numbers.Integral, 1, None)],
+        "n_islands": [Interval(numbers.Integral, 1, None)],
+        "ess_threshold": [Interval(numbers.Real, 0, 1)],
+        "proposal": [Options(_PROPOSALS)],
+        "resampling": [Options(_RESAMPLING)],
+    }
+
+    def _stop_detail(self) -> str:
+        return (
+            f"{self.n_steps_:,} steps run; pending nodes became leaves, the weights are those of the "
+            f"unfinished run and log_evidence_estimate_ is NaN"
+        )
 
     def _sample_weights(self) -> NDArray[np.float64]:
         return self.weights_
@@ -223,10 +256,15 @@ class SMCTreeSampler(BaseTreeSampler):
         n_steps = n_resamples = 0
         stop_reason = "completed"
         active = [i for i in range(total) if pending[i]]
+        last_print = time.perf_counter()
         while active:
             if deadline is not None and time.perf_counter() >= deadline:
                 stop_reason = "time_limit"
                 break
+            if self.verbose and time.perf_counter() - last_print >= 1.0:
+                last_print = time.perf_counter()
+                print(f"[{type(self).__name__}] step {n_steps:,}: {len(active):,} of {total:,} particles "
+                      f"still growing, {n_resamples:,} resamplings", file=sys.stderr)
             n_steps += 1
             for k, (i, (u0, u1)) in enumerate(zip(active, rng.random((len(active), 2)).tolist())):
                 if deadline is not None and not k & 255 and k and time.perf_counter() >= deadline:
