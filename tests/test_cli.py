@@ -32,7 +32,12 @@ def test_fit_dataset_prints_tree_certificate_and_cv(tmp_path, capsys):
         assert name in out
     assert "3-fold test acc" in out
     saved = json.loads(model.read_text())
-    assert saved["format"] == "arboretum.model" and saved["optimal"] is True
+    assert saved["format"] == "arboretum.estimator" and saved["fitted"]["optimal_"] is True
+    import arboretum
+
+    loaded = arboretum.load(model)
+    X, y = load_dataset("zoo-1", return_X_y=True)
+    assert loaded.optimal_ and loaded.score(X, y) > 0.9
 
 
 def test_fit_reports_gap_when_stopped(capsys):
@@ -125,12 +130,13 @@ def test_csv_real_and_text_columns_fit_save_predict(tmp_path, capsys):
     assert "one-hot categories for colour" in out
     assert re.search(r"\n\|--- (sepal|petal)_(length|width) <= \d+(\.\d+)?\n", out)  # raw thresholds
     assert "certificate: optimal" in out and "3-fold test acc" in out
-    saved = json.loads(model.read_text())
-    assert saved["params"]["n_thresholds"] == 4 and saved["params"]["threshold_strategy"] == "quantile"
-    assert saved["params"]["strategy"] == "best-first"
-    assert saved["columns"][4] == {
-        "name": "colour", "kind": "categorical", "categories": ["blue", "green", "red"]
-    }
+    import arboretum
+
+    saved = arboretum.load(model)
+    assert saved.binarizer.n_thresholds == 4 and saved.binarizer.strategy == "quantile"
+    assert saved.strategy == "best-first"
+    assert saved.tree_.feature_names[4] == "colour"
+    assert saved.binarizer_.categories_[4].tolist() == ["blue", "green", "red"]
     # Predict from a CSV with the columns in another order: the same predictions as the estimator.
     test = tmp_path / "test.csv"
     _write_iris(test, 150, order=[4, 3, 2, 1, 0, 5])
@@ -149,7 +155,7 @@ def test_csv_real_and_text_columns_fit_save_predict(tmp_path, capsys):
     # A colour the model has never seen is refused, naming it.
     unseen = tmp_path / "unseen.csv"
     _write_iris(unseen, 5, colours=("purple",))
-    with pytest.raises(SystemExit, match="column 'colour': category 'purple' was not seen"):
+    with pytest.raises(SystemExit, match="column 'colour' of X has the category 'purple' at row 0, which was not seen"):
         main(["predict", str(model), "--csv", str(unseen), "--target", "species"])
     # --categorical reads a numeric column as text; --threshold-strategy all takes every cut.
     assert main(["fit", "--csv", str(train), "--target", "species", "--cv", "0", "--time-limit", "5",

@@ -7,7 +7,9 @@
                       numbers, one-hot for text), and the tree reads on the raw
                       columns.  ``--task regression`` fits a MAPTreeRegressor
                       (real-valued target; R^2 instead of accuracy).
-``arboretum predict`` applies a saved model to a CSV file.
+``arboretum predict`` applies a saved model (any estimator saved with
+                      ``arboretum.save``, or a tree saved with ``Tree.to_json``)
+                      to a CSV file.
 ``arboretum datasets`` lists the bundled datasets.
 """
 
@@ -15,16 +17,15 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["main"]
 
-MODEL_FORMAT = "arboretum.model"
 #: Cell texts read as a missing value (which MAPTree refuses with a clear error).
 MISSING = frozenset({"", "?", "na", "n/a", "nan", "null", "none"})
 
@@ -173,11 +174,16 @@ def _cmd_fit(args) -> int:
         binarizer = Binarizer(n_thresholds=args.n_thresholds, strategy=args.threshold_strategy)
         return Estimator(**params, binarizer=binarizer)
 
+    from .exceptions import LimitWarning
+
+    # The command prints whether the search was certified itself (below), so the limit warning of
+    # each fit (cross-validation included) would only repeat it.
+    warnings.simplefilter("ignore", LimitWarning)
     try:
         clf = make_maptree().fit(X, y)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
-    clf.tree_.feature_names = list(names)
+    clf.tree_.feature_names = list(names)  # a CSV's header: the saved model predicts by column name
 
     n, d = X.shape
     target = (
@@ -264,109 +270,84 @@ def _cmd_fit(args) -> int:
         print(f"({how} with seed {args.seed}; {time.perf_counter() - t0:.1f} s)")
 
     if args.save:
-        model = {
-            "format": MODEL_FORMAT,
-            "version": 1,
-            "estimator": Estimator.__name__,
-            "params": {
-                **{k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
-                "n_thresholds": args.n_thresholds,
-                "threshold_strategy": args.threshold_strategy,
-                "categorical": args.categorical,
-            },
-            "log_posterior": clf.log_posterior_,
-            "log_posterior_bound": clf.log_posterior_bound_,
-            "optimal": clf.optimal_,
-            "tree": clf.tree_.to_dict(),
-        }
-        if clf.binarizer_ is not None:
-            # The tree splits the encoded raw columns: a text column by the position of its
-            # value in this list of categories.
-            model["columns"] = [
-                {"name": nm, "kind": kind, "categories": None if cats is None else list(cats)}
-                for nm, kind, cats in zip(names, clf.binarizer_.column_kinds_, clf.binarizer_.categories_)
-            ]
-        Path(args.save).write_text(json.dumps(model, indent=1))
+        from .io import save
+
+        save(clf, args.save)
         print(f"\nmodel saved to {args.save}")
     return 0
 
 
 def _load_model(path: str):
-    """The tree of a model file and its column encoding (None when every column is numeric)."""
+    """A saved estimator, or a :class:`~arboretum.Tree` saved with ``Tree.to_json``."""
+    import json
+
+    from .exceptions import ModelFormatError
+    from .io import load
     from .tree import Tree
 
     p = Path(path)
     if not p.is_file():
         raise SystemExit(f"error: model file not found: {path}")
     try:
-        d = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise SystemExit(f"error: {path} is not JSON: {e}") from None
-    columns = None
-    if isinstance(d, dict) and d.get("format") == MODEL_FORMAT:
-        columns = d.get("columns")
-        d = d["tree"]
-    try:
-        return Tree.from_dict(d), columns
-    except (KeyError, TypeError, ValueError) as e:
+        return load(p)
+    except ModelFormatError as e:
+        try:  # a bare tree
+            d = json.loads(p.read_text())
+            if isinstance(d, dict) and d.get("format") == "arboretum.Tree":
+                return Tree.from_dict(d)
+        except (ValueError, ModelFormatError) as e2:
+            raise SystemExit(f"error: {path} does not hold an arboretum model: {e2}") from None
         raise SystemExit(f"error: {path} does not hold an arboretum model: {e}") from None
 
 
-def load_model_tree(path: str):
-    """Read the :class:`~arboretum.tree.Tree` from a file written by ``arboretum fit --save``
-    (a bare ``Tree.to_dict()`` JSON file works too).
+def _model_columns(model) -> tuple[list[str] | None, list | None, int]:
+    """Feature names, category labels per column and number of features of a model or tree."""
+    tree = getattr(model, "tree_", model)
+    names = tree.feature_names
+    if names is None and getattr(model, "feature_names_in_", None) is not None:
+        names = [str(n) for n in model.feature_names_in_]
+    return names, tree.feature_categories, tree.n_features
 
-    The tree splits the raw columns; text (categorical) columns are encoded as the
-    position of their value in the model file's ``columns[j]["categories"]``."""
-    return _load_model(path)[0]
 
-
-def _encode_features(
-    body: list[list[str]], cols: list[int], header: list[str], path: str, columns: list[dict]
-) -> np.ndarray:
-    """Numeric matrix for a model with a column encoding: text columns become category codes."""
-    X = np.empty((len(body), len(cols)), dtype=np.float64)
-    for j, (c, info) in enumerate(zip(cols, columns)):
-        cats = info.get("categories")
-        if cats is None:
+def _features_for(body, cols, header, path, categories) -> np.ndarray:
+    """The CSV columns ``cols`` as raw values: labels for categorical columns, else numbers."""
+    X = np.empty((len(body), len(cols)), dtype=object)
+    for j, c in enumerate(cols):
+        labels = None if categories is None else categories[j]
+        if labels is None:
             X[:, j] = _to_float(body, [c], header, path)[:, 0]
             continue
-        code = {v: float(k) for k, v in enumerate(cats)}
+        by_text = {str(v): v for v in labels}  # a CSV holds text: match labels of other types by their text
         for i, r in enumerate(body):
             _check_not_missing(r[c], i, header[c], path)
             v = r[c].strip()
-            if v not in code:
-                shown = ", ".join(cats[:20]) + (", ..." if len(cats) > 20 else "")
-                raise SystemExit(
-                    f"error: {path} line {i + 2}, column {header[c]!r}: category {v!r} was not seen "
-                    f"when the model was fitted (seen: {shown})"
-                )
-            X[i, j] = code[v]
+            X[i, j] = by_text.get(v, v)
     return X
 
 
 def _cmd_predict(args) -> int:
-    tree, columns = _load_model(args.model)
+    model = _load_model(args.model)
     header, body = _read_csv(args.csv)
-    names = tree.feature_names
+    names, categories, n_features = _model_columns(model)
     if names is not None and all(nm in header for nm in names):
         cols = [header.index(nm) for nm in names]
     else:
         cols = [j for j, h in enumerate(header) if h != args.target]
-        if len(cols) != tree.n_features:
+        if len(cols) != n_features:
             missing = [nm for nm in (names or []) if nm not in header]
             hint = f" (missing columns: {', '.join(missing[:10])})" if missing else ""
             raise SystemExit(
-                f"error: the model needs {tree.n_features} features but {args.csv} has "
+                f"error: the model needs {n_features} features but {args.csv} has "
                 f"{len(cols)} usable columns{hint}"
             )
-    if columns is not None:
-        X = _encode_features(body, cols, header, args.csv, columns)
-    else:
-        X = _to_float(body, cols, header, args.csv)
-    pred = tree.predict(X)
+    X = _features_for(body, cols, header, args.csv, categories)
+    tree = getattr(model, "tree_", model)
     regression = tree.task == "regression"
-    proba = None if regression else tree.predict_proba(X)
+    try:
+        pred = model.predict(X)
+        proba = None if regression else model.predict_proba(X)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"error: {args.csv}: {e}") from None
     out = sys.stdout if args.output in (None, "-") else open(args.output, "w", newline="")
     try:
         w = csv.writer(out)
@@ -375,7 +356,8 @@ def _cmd_predict(args) -> int:
             for v in pred:
                 w.writerow([repr(float(v))])
         else:
-            classes = list(tree.classes) if tree.classes is not None else list(range(proba.shape[1]))
+            classes = getattr(model, "classes_", tree.classes)
+            classes = list(classes) if classes is not None else list(range(proba.shape[1]))
             w.writerow(["prediction"] + [f"p({c})" for c in classes])
             for i in range(len(pred)):
                 w.writerow([pred[i]] + [f"{p:.6g}" for p in proba[i]])
@@ -446,9 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="binarisation of non-0/1 columns: thresholds per numeric column (default 8)",
     )
     f.add_argument(
-        "--threshold-strategy", choices=["quantile", "all"], default="quantile",
-        help="'quantile' (default): thresholds near the quantiles; 'all': between every two "
-        "consecutive distinct values",
+        "--threshold-strategy", choices=["quantile", "uniform", "all"], default="quantile",
+        help="'quantile' (default): thresholds at the quantiles; 'uniform': at equal widths; 'all': "
+        "between every two consecutive distinct values",
     )
     f.add_argument(
         "--categorical", nargs="+", metavar="COLUMN",
@@ -457,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=_cmd_fit)
 
     pr = sub.add_parser("predict", help="predict a CSV file with a saved model")
-    pr.add_argument("model", help="JSON file written by `arboretum fit --save`")
+    pr.add_argument("model", help="JSON file written by `arboretum fit --save` or arboretum.save")
     pr.add_argument("--csv", required=True, help="CSV file with a header row")
     pr.add_argument("--target", default=None, help="label column to ignore (and score against, if present)")
     pr.add_argument("--output", default=None, help="write predictions here instead of standard output")
