@@ -539,6 +539,23 @@ class Tree:
             text += f"{sep}(counts {counts}, p={_fmt_num(self.value[i, k], decimals)})"
         return text
 
+    def split_text(
+        self, node: int, feature_names: Sequence[str] | None = None, decimals: int = 3
+    ) -> tuple[str, str]:
+        """Return the ``(left, right)`` condition texts of split node ``node``.
+
+        The left child is where the condition is true (e.g. ``"age <= 42.500"``,
+        ``"age >  42.500"``); ``feature_names`` defaults to ``self.feature_names``,
+        then ``x[j]``.
+        """
+        if self.is_leaf(node):
+            raise ValueError(f"node {node} is a leaf; split_text needs a split node")
+        return self._conditions(node, self._names(feature_names), decimals)
+
+    def leaf_text(self, node: int, decimals: int = 3, show_counts: bool = True) -> str:
+        """Return the text of leaf ``node``: its class (or value) and, optionally, counts and ``p`` (or ``n``)."""
+        return self._leaf_text(node, decimals, show_counts)
+
     def export_text(
         self,
         feature_names: Sequence[str] | None = None,
