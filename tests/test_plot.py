@@ -491,3 +491,19 @@ def test_decision_regions_errors(maptree_iris, iris_frame):
     with pytest.raises(NotFittedError):
         plot_decision_regions(MAPTreeClassifier(), X)
 
+
+# ---------------------------------------------------------------------------
+# the proposed README section
+# ---------------------------------------------------------------------------
+
+
+def test_docs_plots_code_blocks_run(tmp_path, monkeypatch):
+    text = (ROOT / "docs" / "plots.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/plots.md", "exec"), namespace)
+        plt.close("all")
+    assert list(tmp_path.glob("*.png"))
