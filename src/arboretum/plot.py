@@ -352,8 +352,8 @@ def plot_tree(
     wrap : int or None, default=18
         Wrap condition texts longer than this many characters at spaces.
     legend : bool, default=True
-        Class legend (classification) or colour bar of leaf values
-        (regression).
+        Legend of the classes the drawn leaves predict (classification) or
+        colour bar of the leaf values (regression).
 
     Returns
     -------
@@ -391,8 +391,10 @@ def plot_tree(
     ax = _new_axes(ax, (min(max(6.0, 1.7 * n_slots + 1.5), 32.0), min(max(3.5, 1.35 * (depth + 1) + 0.6), 16.0)))
     fig = ax.figure
     if created:  # no axis to draw: give the tree the whole figure but the legend's band
+        n_shown = len({int(np.argmax(tree.value[i])) for i in order if tree.split_kind[i] == LEAF or i in cut})
+        band = 0.2 + 0.25 * math.ceil(n_shown / 6) if legend and tree.task == "classification" else 0.1
         fig.subplots_adjust(left=0.01, right=0.99 if tree.task == "classification" or not legend else 0.9,
-                            bottom=0.01, top=1.0 - min(0.12, 0.45 / fig.get_figheight()))
+                            bottom=0.01, top=1.0 - min(0.3, band / fig.get_figheight()))
     ax.set_axis_off()
     ax.set_xlim(-0.6, n_slots - 0.4)
     face, colors = _leaf_colors(tree)
@@ -427,7 +429,7 @@ def plot_tree(
         for i, child, line, label in edges:
             line.set_data([x[i], x[child]], [y[i], y[child]])
             if label is not None:
-                label.set_position((x[i] + 0.4 * (x[child] - x[i]), y[i] + 0.4 * (y[child] - y[i])))
+                label.set_position((x[i] + 0.5 * (x[child] - x[i]), y[i] + 0.5 * (y[child] - y[i])))
         ax.set_ylim(-depth - 0.6 - drop, 0.6)
 
     place(0.0)
@@ -435,7 +437,8 @@ def plot_tree(
         from matplotlib.patches import Patch
 
         labels = tree.classes if tree.classes is not None else np.arange(tree.value.shape[1])
-        handles = [Patch(fc=_blend(colors[k], 0.8), ec="0.3", label=str(lab)) for k, lab in enumerate(labels)]
+        shown = sorted({int(np.argmax(tree.value[i])) for i in order if tree.split_kind[i] == LEAF or i in cut})
+        handles = [Patch(fc=_blend(colors[k], 0.8), ec="0.3", label=str(labels[k])) for k in shown]
         ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(handles), 6),
                   frameon=False, fontsize="small")
     elif legend:
