@@ -686,3 +686,122 @@ def map_route(qcodes, best, edge_a, edge_b, edge_f, edge_m, level_step):
             d += level_step
         out[q] = v
     return out
+
+
+# ---------------------------------------------------------------------------
+# posterior summaries: split inclusion and the distribution of the number of leaves
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def inside_without(logL, edge_start, edge_a, edge_b, edge_f, edge_w, stop_w, split_w, level_step, drop,
+                   out):
+    """Inside sums ``log Q`` over the trees that never split on a feature with ``drop[f]``.
+
+    The same recursion as :func:`inside` (sum) with the splits of the dropped
+    features left out: a node keeps its stop weight ``stop_w[d]`` whenever it
+    has splits in the full grammar (the prior's stop probability does not
+    change), and a node whose only splits are dropped must stop.  So
+    ``out[0, 0] - logQ[0, 0]`` is the log posterior probability that the tree
+    has no split on a dropped feature.  ``out`` has shape (n_nodes, n_levels).
+    """
+    n_nodes, n_levels = out.shape
+    has_w = edge_w.shape[0] > 0
+    for v in range(n_nodes - 1, -1, -1):
+        e0 = edge_start[v]
+        e1 = edge_start[v + 1]
+        for d in range(n_levels):
+            if e1 == e0:
+                out[v, d] = logL[v]
+                continue
+            stop = logL[v] + stop_w[d]
+            cl = d + level_step
+            if cl >= n_levels:
+                out[v, d] = stop
+                continue
+            sw = split_w[d]
+            # one-pass log-sum-exp: running maximum m and sum s of exp(t - m)
+            m = stop
+            s = 1.0
+            if m == -np.inf:
+                s = 0.0
+            for e in range(e0, e1):
+                if drop[edge_f[e]]:
+                    continue
+                t = sw + out[edge_a[e], cl] + out[edge_b[e], cl]
+                if has_w:
+                    t += edge_w[e]
+                if t == -np.inf:
+                    continue
+                if t > m:
+                    s = s * np.exp(m - t) + 1.0
+                    m = t
+                else:
+                    s += np.exp(t - m)
+            out[v, d] = m + np.log(s) if s > 0.0 else -np.inf
+    return out
+
+
+@njit(cache=True)
+def max_leaves(edge_start, edge_a, edge_b):
+    """Largest number of leaves of any tree rooted at every node (1 for a node without splits)."""
+    n_nodes = edge_start.shape[0] - 1
+    out = np.ones(n_nodes, dtype=np.int64)
+    for v in range(n_nodes - 1, -1, -1):
+        best = 1
+        for e in range(edge_start[v], edge_start[v + 1]):
+            c = out[edge_a[e]] + out[edge_b[e]]
+            if c > best:
+                best = c
+        out[v] = best
+    return out
+
+
+@njit(cache=True)
+def leaf_count_distribution(edge_start, edge_a, edge_b, stop_p, edge_p, level_step, reach, length,
+                            offset, out):
+    """Distribution of the number of leaves of the subtree of every reachable state (bottom-up).
+
+    State ``(v, d)`` owns ``out[offset[v] + d * length[v] + k - 1]`` for
+    ``k = 1 .. length[v]``: the probability that the subtree drawn from the
+    state has ``k`` leaves.  Its distribution is ``stop_p * [k == 1]`` plus,
+    for every split, ``edge_p`` times the convolution of the children's
+    distributions, cut at ``length[v]`` leaves; with ``length[v] >=
+    min(K, max leaves below v)`` the entries up to ``K`` are exact (a child
+    of a subtree with ``k <= K`` leaves has fewer than ``K`` leaves).
+    States with ``reach[v, d] == 0`` (never in a posterior tree, or with a
+    probability that underflows) are skipped and stay zero.
+    """
+    n_nodes, n_levels = stop_p.shape
+    for v in range(n_nodes - 1, -1, -1):
+        Lv = length[v]
+        for d in range(n_levels):
+            base = offset[v] + d * Lv
+            for k in range(Lv):
+                out[base + k] = 0.0
+            if reach[v, d] == 0.0:
+                continue
+            out[base] = stop_p[v, d]
+            cl = d + level_step
+            if cl >= n_levels:
+                continue
+            for e in range(edge_start[v], edge_start[v + 1]):
+                p = edge_p[e, d]
+                if p == 0.0:
+                    continue
+                a = edge_a[e]
+                b = edge_b[e]
+                La = length[a]
+                Lb = length[b]
+                ba = offset[a] + cl * La
+                bb = offset[b] + cl * Lb
+                # leaves i + 1 (left) and j + 1 (right) give i + j + 2 leaves, index i + j + 1
+                for i in range(min(La, Lv - 1)):
+                    pa = p * out[ba + i]
+                    if pa == 0.0:
+                        continue
+                    top = min(Lb, Lv - 1 - i)
+                    o = base + i + 1
+                    for j in range(top):
+                        out[o + j] += pa * out[bb + j]
+    return out

@@ -582,6 +582,87 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         tags.classifier_tags.multi_class = True
         return tags
 
+    # -- posterior summaries (used by arboretum.plot) ----------------------------------------
+
+    def _column_groups(self) -> list[list[int]]:
+        """The grammar features (ordinal groups of ``binarizer_``) of every raw column."""
+        groups: list[list[int]] = [[] for _ in range(self.n_features_in_)]
+        for g, cols in enumerate(self.binarizer_.groups_):
+            groups[self.binarizer_.splits_[int(cols[0])].column].append(g)
+        return groups
+
+    def split_inclusion_probabilities(self) -> np.ndarray:
+        """Exact posterior probability that the tree splits on each column at least once.
+
+        For column ``f`` this is ``P(some internal node of T splits on f | X, y)``,
+        computed exactly as ``1 - Q_f(N_0) / Q(N_0)``: ``Q_f`` is the inside sum
+        over the trees without a split on ``f`` (one extra inside pass per
+        column; see :meth:`arboretum.pcfg.BoxGrammar.feature_inclusion_probabilities`).
+        A categorical column's one-hot questions count together.
+        Unlike ``expected_splits_per_feature_`` (the expected *number* of such
+        nodes), it is a probability, comparable across features.
+
+        With the default phi prior, splits that cut a node's points into the
+        same two sets are one split of the grammar, credited to the earliest
+        feature (lowest column index): a feature whose cuts always coincide
+        with an earlier feature's cuts gets probability 0, and, on small
+        nodes where several features separate the same points, earlier
+        columns collect the credit.  With ``prior="chipman"`` equivalent
+        splits stay apart and no such convention applies.
+
+        Returns
+        -------
+        p : ndarray of float64, shape (n_features_in_,)
+            Probabilities in [0, 1], in the order of the training columns.
+
+        Examples
+        --------
+        >>> from arboretum.datasets import load_dataset
+        >>> from arboretum.pcfg import PCFGTreeClassifier
+        >>> X, y = load_dataset("iris", return_X_y=True)
+        >>> clf = PCFGTreeClassifier().fit(X, y)
+        >>> clf.split_inclusion_probabilities().round(3)
+        array([0.774, 0.768, 0.991, 1.   ])
+        """
+        check_is_fitted(self)
+        return self.grammar_.feature_inclusion_probabilities(self._column_groups())
+
+    def n_leaves_distribution(self, max_leaves: int | None = None) -> np.ndarray:
+        """Exact posterior distribution of the number of leaves of the tree.
+
+        A dynamic programme over the grammar's states, children before
+        parents, convolving the children's leaf-count distributions with the
+        production probabilities (see
+        :meth:`arboretum.pcfg.BoxGrammar.n_leaves_distribution`).  Its mean is
+        ``expected_n_leaves_``.
+
+        Parameters
+        ----------
+        max_leaves : int or None, default=None
+            Largest number of leaves kept; the entries up to it are exact.
+            ``None`` keeps enough to hold all but at most ``1e-12`` of the
+            posterior mass (or the largest possible tree; at most 4096
+            leaves).
+
+        Returns
+        -------
+        p : ndarray of float64, shape (K + 1,)
+            ``p[k]`` is the posterior probability that the tree has ``k``
+            leaves (``p[0] == 0``); ``K`` is ``max_leaves`` when given.  The
+            mass of larger trees, cut off, is ``1 - p.sum()`` (to rounding).
+
+        Examples
+        --------
+        >>> from arboretum.datasets import load_dataset
+        >>> from arboretum.pcfg import PCFGTreeClassifier
+        >>> X, y = load_dataset("iris", return_X_y=True)
+        >>> clf = PCFGTreeClassifier().fit(X, y)
+        >>> p = clf.n_leaves_distribution()
+        >>> int(p.argmax()), round(float(p @ range(p.size)), 4), round(clf.expected_n_leaves_, 4)
+        (7, 7.9976, 7.9976)
+        """
+        check_is_fitted(self)
+        return self.grammar_.n_leaves_distribution(max_leaves)[0]
 
 def _grammar_codes(binarizer: Binarizer, E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The grammar's codes of an encoded matrix and the number of codes per grammar feature.

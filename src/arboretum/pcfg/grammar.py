@@ -10,6 +10,9 @@ tree prior, :class:`BoxGrammar` computes in log space (spec-001 §2.6-2.11)
 * the production probabilities (eq. 15-16), and from them exact ancestral
   sampling of trees and query paths, the exact posterior predictive, the
   outside (node-occurrence) probabilities and expected leaf counts,
+* exact posterior summaries: the probability that a tree splits on a group of
+  features (one inside pass without the group's splits) and the distribution
+  of the number of leaves (a convolution DP over the states),
 * prior quantities from the same recursion with ``L == 1``: the prior
   normaliser ``Z(X)`` and, with ``phi = 1`` too, the number of trees.
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numba
@@ -41,6 +45,9 @@ from . import _kernels as K
 from .store import GrammarLimitReached, NodeStore
 
 __all__ = ["BoxGrammar", "PhiPrior", "SampledTrees"]
+
+#: Most leaves :meth:`BoxGrammar.n_leaves_distribution` keeps when ``max_leaves`` is None.
+_AUTO_MAX_LEAVES = 4096
 
 
 @dataclass(frozen=True)
@@ -316,6 +323,134 @@ class BoxGrammar:
         _, edge_p = self._tables(prior)
         occ = self.occurrence(prior)
         return K.feature_split_expectations(s.edge_start, s.edge_f, edge_p, occ, s.n_features)
+
+    def feature_inclusion_probabilities(self, groups: Sequence[Sequence[int]]) -> np.ndarray:
+        """Posterior probability that the tree splits at least once on a feature of each group.
+
+        For a group ``G`` this is ``1 - Q_G(N_0) / Q(N_0)``, where ``Q_G`` is the
+        inside sum over the trees without a split on a feature of ``G`` (the
+        grammar with those splits removed; one extra inside pass per group,
+        in log space).  It is exact for both priors: the phi prior's trees
+        and the Chipman prior's (whose split weights, including the uniform
+        choice among *all* valid features, are products over nodes, so
+        removing splits removes exactly the trees that use them).
+
+        With the phi prior, equivalent splits (the same two child point sets)
+        on different features are one split of the grammar, credited to the
+        earliest feature (lowest index, then lowest threshold), as in
+        :meth:`expected_feature_splits`.  So a later feature that cuts the
+        data exactly like an earlier one gets no credit for that cut: the
+        probabilities describe the canonical representative of each tree.
+        The Chipman grammar keeps equivalent splits apart and has no such
+        convention.
+
+        Parameters
+        ----------
+        groups : sequence of sequences of int
+            Grammar feature indices (columns of the training matrix); one
+            result per group.  An empty group has probability 0.
+
+        Returns
+        -------
+        p : ndarray of float64, shape (n_groups,)
+            In [0, 1].
+        """
+        s = self.store
+        drops = []
+        for g, group in enumerate(groups):
+            drop = np.zeros(s.n_features, dtype=np.bool_)
+            for f in group:
+                if (isinstance(f, (bool, np.bool_)) or not isinstance(f, (int, np.integer))
+                        or not 0 <= f < s.n_features):
+                    raise ValueError(
+                        f"group {g} has {f!r}; features are integers in [0, {s.n_features - 1}]"
+                    )
+                drop[int(f)] = True
+            drops.append(drop)
+        out = np.empty(len(drops), dtype=np.float64)
+        if not drops:
+            return out
+        self._reserve(8 * s.n_nodes * self.n_levels, "the inside table of the split inclusion probabilities")
+        table = np.empty((s.n_nodes, self.n_levels), dtype=np.float64)
+        for g, drop in enumerate(drops):
+            if not drop.any():
+                out[g] = 0.0
+                continue
+            K.inside_without(self.logL, s.edge_start, s.edge_a, s.edge_b, s.edge_f, s.edge_w, self.stop_w,
+                             self.split_w, self.level_step, drop, table)
+            # P(no split in G) = Q_G / Q; -expm1 keeps tiny inclusion probabilities accurate
+            out[g] = -math.expm1(min(0.0, float(table[0, 0]) - self.log_Q_root))
+        return np.clip(out, 0.0, 1.0)
+
+    def n_leaves_distribution(self, max_leaves: int | None = None) -> tuple[np.ndarray, float]:
+        """Exact posterior distribution of the number of leaves ``b(T)``.
+
+        A dynamic programme over the states in bottom-up order: the
+        distribution of a state's subtree is ``stop_p * [k == 1] + sum_e
+        edge_p[e] * (dist_a * dist_b)`` (``*`` a convolution), using the
+        production probabilities.  A node that holds ``m`` points has at most
+        ``m`` leaves (exactly: at most the largest tree below it, computed
+        first), which keeps the convolutions short; states that no posterior
+        tree visits are skipped.
+
+        Parameters
+        ----------
+        max_leaves : int or None, default=None
+            Largest number of leaves kept (entries up to it are exact; the
+            mass above it is returned as ``tail``).  ``None``: start at about
+            twice the posterior mean and double until the tail holds at most
+            ``1e-12`` of the mass, the largest possible tree fits, or 4096
+            leaves are kept.
+
+        Returns
+        -------
+        p : ndarray of float64, shape (K + 1,)
+            ``p[k] = P(b(T) = k | X, y)``; ``p[0] == 0``.  ``K = max_leaves``
+            when given.
+        tail : float
+            ``P(b(T) > K)``, computed as ``1 - p.sum()`` (so exact to
+            rounding, about 1e-15), and exactly 0 when ``K`` is at least the
+            largest possible number of leaves.
+        """
+        s = self.store
+        stop_p, edge_p = self.probabilities()
+        most_below = K.max_leaves(s.edge_start, s.edge_a, s.edge_b)
+        most = int(most_below[0])
+        reach = self.occurrence()
+        if max_leaves is None:
+            cap = min(most, _AUTO_MAX_LEAVES)
+            k = min(cap, max(32, int(math.ceil(2.0 * self.expected_leaves())) + 16))
+            while True:
+                p = self._leaf_counts(k, most_below, stop_p, edge_p, reach)
+                tail = 0.0 if k >= most else max(0.0, 1.0 - float(p.sum()))
+                if tail <= 1e-12 or k >= cap:
+                    return p, tail
+                k = min(2 * k, cap)
+        if isinstance(max_leaves, (bool, np.bool_)) or not isinstance(max_leaves, (int, np.integer)):
+            raise TypeError(f"max_leaves must be an integer >= 1 or None; got {max_leaves!r}")
+        if max_leaves < 1:
+            raise ValueError(f"max_leaves must be an integer >= 1 or None; got {max_leaves!r}")
+        k = int(max_leaves)
+        p = np.zeros(k + 1, dtype=np.float64)
+        q = self._leaf_counts(min(k, most), most_below, stop_p, edge_p, reach)
+        p[: q.shape[0]] = q
+        tail = 0.0 if k >= most else max(0.0, 1.0 - float(p.sum()))
+        return p, tail
+
+    def _leaf_counts(self, k: int, most_below: np.ndarray, stop_p: np.ndarray, edge_p: np.ndarray,
+                     reach: np.ndarray) -> np.ndarray:
+        """``P(b = 0 .. k)`` at the root, every state's distribution cut at ``k`` leaves."""
+        s = self.store
+        length = np.minimum(most_below, k)
+        offset = np.zeros(s.n_nodes + 1, dtype=np.int64)
+        np.cumsum(length * self.n_levels, out=offset[1:])
+        self._reserve(8 * int(offset[-1]), f"the leaf-count distributions (up to {k} leaves)")
+        table = np.empty(int(offset[-1]), dtype=np.float64)
+        K.leaf_count_distribution(s.edge_start, s.edge_a, s.edge_b, stop_p, edge_p, self.level_step, reach,
+                                  length, offset, table)
+        p = np.zeros(k + 1, dtype=np.float64)
+        p[1: int(length[0]) + 1] = table[: int(length[0])]
+        return p
 
     # -- MAP, sampling, prediction ------------------------------------------------------------
 
