@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(VENV)/bin/arboretum fit --dataset hepatitis --time-limit 20
 
 test: $(STAMP) gosdt-venv
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -m "not slow" --doctest-modules tests src/arboretum
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow tests

@@ -238,16 +238,16 @@ class Binarizer(TransformerMixin, BaseEstimator):
     >>> X = np.array([[1.0, 0], [2.0, 1], [3.5, 1], [9.0, 0]])
     >>> b = Binarizer(n_thresholds=2).fit(X)
     >>> b.get_feature_names_out().tolist()
-    ['x0 <= 1.5', 'x0 <= 6.25', 'x1']
+    ['x0 <= 1.5', 'x0 <= 2.75', 'x1']
     >>> b.transform(X)
     array([[1, 1, 0],
            [0, 1, 1],
-           [0, 1, 1],
+           [0, 0, 1],
            [0, 0, 0]], dtype=uint8)
     >>> b.ordinal_transform(X)
     array([[0, 0],
            [1, 1],
-           [1, 1],
+           [2, 1],
            [2, 0]], dtype=int32)
     """
 
