@@ -11,7 +11,7 @@ import pytest
 from fixtures import FIXTURE_ORACLES, FIXTURES
 
 from arboretum import MAPTreeClassifier
-from arboretum._bitset import pack_rows_mask, unpack
+from arboretum._numba import pack_rows_mask, unpack
 from arboretum.bayes import (
     BCARTOracle,
     ChipmanPrior,

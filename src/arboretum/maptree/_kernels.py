@@ -53,7 +53,7 @@ from numba import njit
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from .._bitset import ctz64, popcount64
+from .._numba import ctz64, popcount64
 
 # Inlining the small bound helpers (``inline="always"``), which themselves inline the leaf-model
 # overloads, makes numba's pedantic IR check report that a renamed local of the inner inlined

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import gammaln
 
-from .._bitset import pack_columns, pack_rows_mask
+from .._numba import pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior, group_spread_terms, nig_bound_tables
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K

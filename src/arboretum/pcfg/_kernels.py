@@ -5,7 +5,7 @@ Everything here takes plain NumPy arrays and numbers (spec-001 notation).
 Node store
     A node (bounding box, nonterminal of PCFG*) is the *set of training
     points* it holds, a packed bitset row of ``W = ceil(n / 64)`` words
-    (:mod:`arboretum._bitset` layout).  Nodes live in an open-addressing hash
+    (:mod:`arboretum._numba` layout).  Nodes live in an open-addressing hash
     table keyed by the full bitset (compared word by word, so there are no
     false merges).  :func:`discover` expands nodes breadth-first; it stops with
     ``STATUS_GROW`` when the caller must enlarge the arrays and with
@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._bitset import popcount64
+from .._numba import popcount64
 
 STATUS_DONE = 0
 STATUS_GROW = 1

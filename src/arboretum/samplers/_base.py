@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._bitset import pack_columns
+from .._numba import pack_columns
 from ..bayes import ChipmanPrior, log_posterior, validate_rho
 from ..data import check_binary_features, check_classification_targets_encoded, check_positive_number
 from ..tree import BINARY, Tree, TreeBuilder

@@ -9,7 +9,7 @@ lg_class, lg_total, log_split, log_stop)`` built once per data set by
 :class:`arboretum.samplers._base.Problem`: ``X`` (n, F) uint8, ``y`` (n,)
 int64 class indices, ``X_bits`` (F, W) and ``y_bits`` (K, W) the columns of
 ``X`` and the class indicators packed as bitsets over the samples
-(:mod:`arboretum._bitset`), and the posterior tables below.
+(:mod:`arboretum._numba`), and the posterior tables below.
 
 Node statistics (class counts and the number of ones of every feature over a
 set of samples) are computed by scanning the rows of ``X`` for small sets and by
@@ -69,7 +69,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._bitset import popcount64
+from .._numba import popcount64
 
 # ---------------------------------------------------------------------------
 # Node table layout

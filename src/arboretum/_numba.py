@@ -1,5 +1,13 @@
-"""Packed bitsets over samples, shared by the search-based models.
+"""Numba primitives shared by every kernel family (maptree, pcfg, samplers).
 
+One implementation of each low-level piece the kernels need, so that the three
+families do not each carry their own copy:
+
+* **packed bitsets** over samples (:func:`pack_columns`, :func:`popcount64`,
+  :func:`ctz64`, ...);
+
+Packed bitsets
+--------------
 A subset of the ``n`` training samples is a row of ``ceil(n / 64)`` unsigned
 64-bit words: sample ``i`` lives in word ``i // 64`` at bit ``i % 64`` (least
 significant bit first).  The bits above ``n`` in the last word are always zero,
