@@ -5,6 +5,8 @@ families do not each carry their own copy:
 
 * **packed bitsets** over samples (:func:`pack_columns`, :func:`popcount64`,
   :func:`ctz64`, ...);
+* **hashing** of 64-bit keys and of packed bitsets (:func:`mix64`,
+  :func:`hash_words`, :func:`hash_words128`);
 
 Packed bitsets
 --------------
@@ -23,7 +25,10 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["n_words", "pack_columns", "pack_rows_mask", "unpack", "popcount64", "ctz64"]
+__all__ = [
+    "n_words", "pack_columns", "pack_rows_mask", "unpack", "popcount64", "ctz64",
+    "mix64", "mix64_alt", "hash_words", "hash_words128",
+]
 
 
 def n_words(n_samples: int) -> int:
@@ -88,3 +93,79 @@ def ctz64(x):  # pragma: no cover - compiled by numba
     """Count of trailing zero bits of a non-zero uint64: ``popcount((x & -x) - 1)``."""
     x = np.uint64(x)
     return popcount64((x & (~x + np.uint64(1))) - np.uint64(1))
+
+
+# ---------------------------------------------------------------------------
+# Hashing
+# ---------------------------------------------------------------------------
+#
+# Both mixers are xor-shift-multiply finalisers, bijective and non-linear on 64-bit words,
+# with different constants: splitmix64's (Steele, Lea & Flood 2014) and murmur3's fmix64.
+
+_SPLITMIX = (np.uint64(30), np.uint64(0xBF58476D1CE4E5B9), np.uint64(27), np.uint64(0x94D049BB133111EB),
+             np.uint64(31))
+_MURMUR = (np.uint64(33), np.uint64(0xFF51AFD7ED558CCD), np.uint64(33), np.uint64(0xC4CEB9FE1A85EC53),
+           np.uint64(33))
+_SA1, _MA1, _SA2, _MA2, _SA3 = _SPLITMIX
+_SB1, _MB1, _SB2, _MB2, _SB3 = _MURMUR
+#: Default seeds of :func:`hash_words128` (the golden-ratio and wyhash constants).
+HASH_SEED1 = np.uint64(0x9E3779B97F4A7C15)
+HASH_SEED2 = np.uint64(0xD6E8FEB86659FD93)
+
+
+@njit(cache=True, inline="always")
+def _xsm(x, r1, m1, r2, m2, r3):
+    """The xor-shift-multiply finaliser ``x ^= x >> r1; x *= m1; x ^= x >> r2; x *= m2; x ^= x >> r3``."""
+    x = (x ^ (x >> r1)) * m1
+    x = (x ^ (x >> r2)) * m2
+    return x ^ (x >> r3)
+
+
+@njit(cache=True, inline="always")
+def mix64(x):
+    """splitmix64's finaliser: a bijective, non-linear mixer of a uint64."""
+    return _xsm(x, _SA1, _MA1, _SA2, _MA2, _SA3)
+
+
+@njit(cache=True, inline="always")
+def mix64_alt(x):
+    """murmur3's fmix64: a second mixer, independent of :func:`mix64`."""
+    return _xsm(x, _SB1, _MB1, _SB2, _MB2, _SB3)
+
+
+@njit(cache=True, inline="always")
+def hash_words(words, seed):
+    """64-bit non-linear hash of a packed bitset: the sum (mod 2**64) over its non-zero words
+    ``b = words[w]`` of ``mix64(b ^ (w + 1) * seed)``.
+
+    Zero words add nothing, so the empty set hashes to 0 and the cost is one
+    mix per non-zero word.  Each word is mixed with its position before it is
+    summed, so there is no linear structure to collide by construction (the
+    MAPTree paper's polynomial hash does, spec-000 §3.8).
+    """
+    h = np.uint64(0)
+    for w in range(words.shape[0]):
+        b = words[w]
+        if b != 0:
+            h += mix64(b ^ (np.uint64(w + 1) * seed))
+    return h
+
+
+@njit(cache=True, inline="always")
+def hash_words128(words):
+    """128-bit key ``(h1, h2)`` of a packed bitset: two independent 64-bit hashes in one pass.
+
+    ``h1 = hash_words(words, HASH_SEED1)``; ``h2`` sums ``mix64_alt(b + (w + 1)
+    * HASH_SEED2)`` instead, another mixer on another combination of word and
+    position.  A false match of two different sets needs both sums to agree,
+    probability of order ``2**-128`` per pair.
+    """
+    h1 = np.uint64(0)
+    h2 = np.uint64(0)
+    for w in range(words.shape[0]):
+        b = words[w]
+        if b != 0:
+            s = np.uint64(w + 1)
+            h1 += mix64(b ^ (s * HASH_SEED1))
+            h2 += mix64_alt(b + (s * HASH_SEED2))
+    return h1, h2

@@ -38,7 +38,8 @@ path contains no regression code at all:
 The statistics array of the other task has zero columns.
 
 Subproblems are identified by depth plus a 128-bit *non-linear* hash of the
-sample set (two independent 64-bit mixers summed over the non-zero words).
+sample set (two independent 64-bit mixers summed over the non-zero words,
+:func:`arboretum._numba.hash_words128`).
 The paper's linear polynomial hash collides by construction (spec §3.8); this
 one has no known structured collisions, so a false merge has probability of
 order 2**-128 per pair of subsets.
@@ -53,7 +54,7 @@ from numba import njit
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from .._numba import ctz64, popcount64
+from .._numba import ctz64, hash_words128, popcount64
 
 # Inlining the small bound helpers (``inline="always"``), which themselves inline the leaf-model
 # overloads, makes numba's pedantic IR check report that a renamed local of the inner inlined
@@ -85,49 +86,7 @@ PROBE2_ROWS = 2
 # mushroom and kr-vs-kp, where depth-2 probes of every node lost); it was not re-tuned per node.
 PROBE2_MAX_SAMPLES = 2048
 
-_SALT1 = np.uint64(0x9E3779B97F4A7C15)
-_SALT2 = np.uint64(0xD6E8FEB86659FD93)
 _DEPTH_SALT = np.uint64(0xA0761D6478BD642F)
-_M1A = np.uint64(0xBF58476D1CE4E5B9)
-_M1B = np.uint64(0x94D049BB133111EB)
-_M2A = np.uint64(0xFF51AFD7ED558CCD)
-_M2B = np.uint64(0xC4CEB9FE1A85EC53)
-_S27, _S30, _S31, _S33 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(33)
-
-
-@njit(cache=True, inline="always")
-def _mix1(x):
-    """splitmix64 finaliser: a bijective non-linear 64-bit mixer."""
-    x = (x ^ (x >> _S30)) * _M1A
-    x = (x ^ (x >> _S27)) * _M1B
-    return x ^ (x >> _S31)
-
-
-@njit(cache=True, inline="always")
-def _mix2(x):
-    """murmur3 fmix64: a second, independent 64-bit mixer."""
-    x = (x ^ (x >> _S33)) * _M2A
-    x = (x ^ (x >> _S33)) * _M2B
-    return x ^ (x >> _S33)
-
-
-@njit(cache=True, inline="always")
-def hash_words(words):
-    """128-bit hash ``(h1, h2)`` of a packed sample set.
-
-    ``h = sum over non-zero words w of mix(word_w combined with salt(w))``
-    (mod 2**64) with two independent mixers.  Zero words contribute nothing, so
-    the empty set hashes to ``(0, 0)``.
-    """
-    h1 = np.uint64(0)
-    h2 = np.uint64(0)
-    for w in range(words.shape[0]):
-        b = words[w]
-        if b != 0:
-            s = np.uint64(w + 1)
-            h1 += _mix1(b ^ (s * _SALT1))
-            h2 += _mix2(b + (s * _SALT2))
-    return h1, h2
 
 
 @njit(cache=True, inline="always")
@@ -605,7 +564,7 @@ def _expand(
                 for w in range(W):
                     scratch[w] = words[w] & ~M1[f, w]
                 total = n - n1_buf[kept - 1]
-            h1, h2 = hash_words(scratch)
+            h1, h2 = hash_words128(scratch)
             child, slot = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child < 0:
                 child = counters[C_N_OR]
@@ -928,7 +887,7 @@ def _probe(
             else:
                 for w in range(W):
                     scratch[w] = words[w] & ~M1[f, w]
-            h1, h2 = hash_words(scratch)
+            h1, h2 = hash_words128(scratch)
             child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child >= 0:
                 pair += or_lb[child]
@@ -1158,7 +1117,7 @@ def _probe2(
             # A child already in the graph may know better.
             for w in range(W):
                 scratch[w] = words[w] & M1[fi, w] if s == 1 else words[w] & ~M1[fi, w]
-            h1, h2 = hash_words(scratch)
+            h1, h2 = hash_words128(scratch)
             child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child >= 0 and or_lb[child] > bnd:
                 bnd = or_lb[child]

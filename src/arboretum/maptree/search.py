@@ -220,7 +220,7 @@ class AndOrSearch:
             self.or_depth, self.or_counts, self.or_stats, self.or_lb, self.or_ub, self.or_leaf,
             self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
         )
-        h1, h2 = (np.uint64(h) for h in K.hash_words(self.root_words))
+        h1, h2 = (np.uint64(h) for h in K.hash_words128(self.root_words))
         _, slot = K.ht_find(h1, h2, 0, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
         self.or_h1[0], self.or_h2[0], self.ht_val[slot] = h1, h2, 0
         self.counters[K.C_N_OR] = 1
@@ -650,7 +650,7 @@ class AndOrSearch:
                 f = -2 - int(self.or_best[o])
                 pending[node] = [None, None, f]
                 for side, child_words in ((1, words & self.M1[f]), (0, words & ~self.M1[f])):
-                    h1, h2 = (np.uint64(h) for h in K.hash_words(child_words))
+                    h1, h2 = (np.uint64(h) for h in K.hash_words128(child_words))
                     child, _ = K.ht_find(h1, h2, depth + 1, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
                     stack.append((int(child), child_words, depth + 1, node, side == 1))
         return b.build()

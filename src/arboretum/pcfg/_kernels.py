@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._numba import popcount64
+from .._numba import hash_words, mix64, popcount64
 
 STATUS_DONE = 0
 STATUS_GROW = 1
@@ -48,34 +48,17 @@ STATUS_LIMIT = 2
 C_NODES, C_EDGES, C_HEAD = 0, 1, 2
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
 _S11 = np.uint64(11)
 _INV53 = 1.0 / 9007199254740992.0
-
-
-@njit(cache=True, inline="always")
-def _mix(x):
-    """splitmix64 finaliser (bijective, non-linear)."""
-    x = (x ^ (x >> _S30)) * _M1
-    x = (x ^ (x >> _S27)) * _M2
-    return x ^ (x >> _S31)
-
-
-@njit(cache=True, inline="always")
-def _hash_bits(bits):
-    h = np.uint64(0x2545F4914F6CDD1D)
-    for w in range(bits.shape[0]):
-        h = _mix(h ^ (bits[w] + _GOLDEN * np.uint64(w + 1)))
-    return h
+#: Seed of the node table's hash (:func:`arboretum._numba.hash_words`).
+_HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
 
 
 @njit(cache=True, inline="always")
 def next_uniform(state):
     """Next double in [0, 1) of a splitmix64 stream whose state is ``state[0]``."""
     state[0] += _GOLDEN
-    z = _mix(state[0])
+    z = mix64(state[0])
     return np.float64(z >> _S11) * _INV53
 
 
@@ -87,7 +70,7 @@ def next_uniform(state):
 @njit(cache=True)
 def find_or_insert(bits, node_bits, node_size, node_counts, node_hash, ht, class_bits, n_nodes):
     """Return ``(id, n_nodes)``: the id of the node with point set ``bits``, inserted if new."""
-    h = _hash_bits(bits)
+    h = hash_words(bits, _HASH_SEED)
     mask = ht.shape[0] - 1
     i = np.int64(h & np.uint64(mask))
     W = bits.shape[0]
@@ -215,7 +198,7 @@ def discover(le_bits, code_off, class_bits, dedupe, chipman_weights,
                 if dedupe:
                     lo_id = a if a < b else b
                     key = lo_id * np.int64(node_bits.shape[0]) + (a + b - lo_id)
-                    i = np.int64(_mix(np.uint64(key)) & np.uint64(dd_mask))
+                    i = np.int64(mix64(np.uint64(key)) & np.uint64(dd_mask))
                     dup = False
                     while dd_stamp[i] == head:
                         if dd_key[i] == key:
