@@ -7,6 +7,9 @@ families do not each carry their own copy:
   :func:`ctz64`, ...);
 * **hashing** of 64-bit keys and of packed bitsets (:func:`mix64`,
   :func:`hash_words`, :func:`hash_words128`);
+* **random numbers**: one generator, xoshiro256** in a ``uint64[4]`` state
+  array (:func:`rng_state`, :func:`next_u64`, :func:`uniform`,
+  :func:`randint`);
 
 Packed bitsets
 --------------
@@ -28,6 +31,7 @@ from numba.extending import intrinsic
 __all__ = [
     "n_words", "pack_columns", "pack_rows_mask", "unpack", "popcount64", "ctz64",
     "mix64", "mix64_alt", "hash_words", "hash_words128",
+    "rng_state", "next_u64", "uniform", "randint",
 ]
 
 
@@ -169,3 +173,73 @@ def hash_words128(words):
             h1 += mix64(b ^ (s * HASH_SEED1))
             h2 += mix64_alt(b + (s * HASH_SEED2))
     return h1, h2
+
+
+# ---------------------------------------------------------------------------
+# Random numbers: xoshiro256** (Blackman & Vigna)
+# ---------------------------------------------------------------------------
+#
+# A kernel that draws random numbers takes the generator's state, a uint64[4] array, and
+# advances it in place.  The state lives with the caller, so a run cut into several kernel
+# calls (the MCMC chain runs in chunks between which Python checks the time limit) draws the
+# same stream as one uninterrupted call.
+
+_U5 = np.uint64(5)
+_U7 = np.uint64(7)
+_U9 = np.uint64(9)
+_U11 = np.uint64(11)
+_U17 = np.uint64(17)
+_U45 = np.uint64(45)
+_U64 = np.uint64(64)
+_INV_2_53 = 1.0 / 9007199254740992.0
+_MASK64 = (1 << 64) - 1
+
+
+def rng_state(seed: int) -> np.ndarray:
+    """A xoshiro256** state (``uint64[4]``) from an integer seed.
+
+    The four words are the first outputs of the splitmix64 stream started at
+    ``seed mod 2**64`` (the seeding its authors recommend); they are never all
+    zero.
+    """
+    x = int(seed) & _MASK64
+    words = []
+    for _ in range(4):
+        x = (x + int(HASH_SEED1)) & _MASK64  # splitmix64's increment, the golden-ratio constant
+        z = x
+        z = ((z ^ (z >> 30)) * int(_MA1)) & _MASK64
+        z = ((z ^ (z >> 27)) * int(_MA2)) & _MASK64
+        words.append(z ^ (z >> 31))
+    return np.array(words, dtype=np.uint64)
+
+
+@njit(cache=True, inline="always")
+def _rotl(x, k):
+    return (x << k) | (x >> (_U64 - k))
+
+
+@njit(cache=True)
+def next_u64(s):
+    """Next 64-bit output of the xoshiro256** generator with state ``s`` (uint64[4])."""
+    result = _rotl(s[1] * _U5, _U7) * _U9
+    t = s[1] << _U17
+    s[2] ^= s[0]
+    s[3] ^= s[1]
+    s[1] ^= s[2]
+    s[0] ^= s[3]
+    s[2] ^= t
+    s[3] = _rotl(s[3], _U45)
+    return result
+
+
+@njit(cache=True)
+def uniform(s):
+    """A float uniform on ``[0, 1)`` with 53 random bits."""
+    return float(next_u64(s) >> _U11) * _INV_2_53
+
+
+@njit(cache=True)
+def randint(s, n):
+    """An integer uniform on ``0 .. n-1`` (``n >= 1``)."""
+    j = int(uniform(s) * n)
+    return j if j < n else n - 1

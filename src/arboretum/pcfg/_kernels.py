@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._numba import hash_words, mix64, popcount64
+from .._numba import hash_words, mix64, popcount64, uniform
 
 STATUS_DONE = 0
 STATUS_GROW = 1
@@ -47,19 +47,8 @@ STATUS_LIMIT = 2
 # indices into ``counters``
 C_NODES, C_EDGES, C_HEAD = 0, 1, 2
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_S11 = np.uint64(11)
-_INV53 = 1.0 / 9007199254740992.0
 #: Seed of the node table's hash (:func:`arboretum._numba.hash_words`).
 _HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
-
-
-@njit(cache=True, inline="always")
-def next_uniform(state):
-    """Next double in [0, 1) of a splitmix64 stream whose state is ``state[0]``."""
-    state[0] += _GOLDEN
-    z = mix64(state[0])
-    return np.float64(z >> _S11) * _INV53
 
 
 # ---------------------------------------------------------------------------
@@ -450,7 +439,7 @@ def _choose(v, d, edge_start, stop_p, edge_p, state):
     total = stop_p[v, d]
     for e in range(e0, e1):
         total += edge_p[e, d]
-    u = next_uniform(state) * total
+    u = uniform(state) * total
     acc = stop_p[v, d]
     if u < acc:
         return -1

@@ -57,9 +57,9 @@ indices; children split their parent's segment (left part: ``x_f == 0``).
 Random numbers
 --------------
 The MCMC chain runs in chunks between which Python checks the time limit, so
-it carries its own generator state: xoshiro256** (Blackman & Vigna) in a
-``uint64[4]`` array.  Results therefore do not depend on how the run is cut
-into chunks.
+it carries its own generator state: the xoshiro256** generator of
+:mod:`arboretum._numba` in a ``uint64[4]`` array.  Results therefore do not
+depend on how the run is cut into chunks.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._numba import popcount64
+from .._numba import popcount64, randint, uniform
 
 # ---------------------------------------------------------------------------
 # Node table layout
@@ -101,52 +101,6 @@ O_ENC_USED = 2  # entries of ``enc_buf`` used in this chunk
 O_SIZE = 3
 
 _NEG_INF = -np.inf
-
-# ---------------------------------------------------------------------------
-# Random numbers: xoshiro256**
-# ---------------------------------------------------------------------------
-
-_U5 = np.uint64(5)
-_U7 = np.uint64(7)
-_U9 = np.uint64(9)
-_U11 = np.uint64(11)
-_U17 = np.uint64(17)
-_U45 = np.uint64(45)
-_U64 = np.uint64(64)
-_INV_2_53 = 1.0 / 9007199254740992.0
-
-
-@njit(cache=True, inline="always")
-def _rotl(x, k):
-    return (x << k) | (x >> (_U64 - k))
-
-
-@njit(cache=True)
-def next_u64(s):
-    """Next 64-bit output of the xoshiro256** generator with state ``s`` (uint64[4])."""
-    result = _rotl(s[1] * _U5, _U7) * _U9
-    t = s[1] << _U17
-    s[2] ^= s[0]
-    s[3] ^= s[1]
-    s[1] ^= s[2]
-    s[0] ^= s[3]
-    s[2] ^= t
-    s[3] = _rotl(s[3], _U45)
-    return result
-
-
-@njit(cache=True)
-def uniform(s):
-    """A float uniform on ``[0, 1)`` with 53 random bits."""
-    return float(next_u64(s) >> _U11) * _INV_2_53
-
-
-@njit(cache=True)
-def randint(s, n):
-    """An integer uniform on ``0 .. n-1`` (``n >= 1``)."""
-    j = int(uniform(s) * n)
-    return j if j < n else n - 1
-
 
 # ---------------------------------------------------------------------------
 # Node statistics
