@@ -11,7 +11,7 @@ import pytest
 from fixtures import FIXTURE_ORACLES, FIXTURES
 
 from arboretum import MAPTreeClassifier
-from arboretum._numba import pack_rows_mask, unpack
+from arboretum._numba import dm_log_lik, pack_rows_mask, unpack
 from arboretum.bayes import (
     BCARTOracle,
     ChipmanPrior,
@@ -348,7 +348,7 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
             args = (s.or_depth, s.or_counts, s.or_stats, s.or_lb, s.or_ub, s.ht_val, s.or_h1, s.or_h2, s.counters)
             p1, u1, f1 = K._probe(o, words, s.scratch, s.M1, s.row_group, s.group_masks, s.model,
                                   s.log_ps, s.log_pstop, s.log_int, s.ext, False, *args)
-            p2 = K._probe2(o, words, s.scratch, s.M1, s.Y, s.G, s.Gsum, s.lconst, s.log_ps, s.log_pstop,
+            p2 = K._probe2(o, words, s.scratch, s.M1, s.model, s.log_ps, s.log_pstop,
                            s.log_int, s.ext, s.gmax, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2, 10**9)
             exact = oracle.value(oracle.subset_mask(np.flatnonzero(members[rows])), int(s.or_depth[o]))
             assert s.or_lb[o] <= p1 + 1e-9
@@ -373,7 +373,7 @@ def _expansion_lb(s, K, X, o, members, stored):
     """What expanding ``o`` would make its LB, computed split by split in Python."""
     d = int(s.or_depth[o])
     tmp = int(s.counters[K.C_N_OR])
-    leaf = -s.log_pstop[d] + (-K._log_lik(s.or_counts[o], s.G, s.Gsum, s.lconst))
+    leaf = -s.log_pstop[d] + (-dm_log_lik(s.or_counts[o], s.dm))
     valid = [f for f in range(X.shape[1]) if 0 < X[members, f].sum() < members.sum()]
     best = np.inf
     for f in valid:

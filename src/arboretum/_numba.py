@@ -10,6 +10,10 @@ families do not each carry their own copy:
 * **random numbers**: one generator, xoshiro256** in a ``uint64[4]`` state
   array (:func:`rng_state`, :func:`next_u64`, :func:`uniform`,
   :func:`randint`);
+* **Dirichlet-multinomial leaves**: the tabulated log-gamma terms
+  (:func:`dirichlet_tables`, built once per data set with NumPy) and the one
+  evaluator of a leaf's log marginal likelihood from them
+  (:func:`dm_log_lik`).
 
 Packed bitsets
 --------------
@@ -24,14 +28,18 @@ The numba kernels only ever see the packed arrays built here.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
+from scipy.special import gammaln
 
 __all__ = [
     "n_words", "pack_columns", "pack_rows_mask", "unpack", "popcount64", "ctz64",
     "mix64", "mix64_alt", "hash_words", "hash_words128",
     "rng_state", "next_u64", "uniform", "randint",
+    "DirichletTables", "dirichlet_tables", "dm_log_lik",
 ]
 
 
@@ -243,3 +251,72 @@ def randint(s, n):
     """An integer uniform on ``0 .. n-1`` (``n >= 1``)."""
     j = int(uniform(s) * n)
     return j if j < n else n - 1
+
+
+# ---------------------------------------------------------------------------
+# Dirichlet-multinomial leaves
+# ---------------------------------------------------------------------------
+
+
+class DirichletTables(NamedTuple):
+    """Log-gamma tables of the Dirichlet-multinomial leaf likelihood (see :func:`dirichlet_tables`).
+
+    A numba-compatible named tuple: kernels take it whole and read its fields by name.
+    """
+
+    G: np.ndarray  #: (n_classes, n_max + 1): ``lgamma(c + rho_k)``
+    Gsum: np.ndarray  #: (n_max + 1,): ``lgamma(m + sum(rho))``
+    lconst: float  #: ``sum_k lgamma(rho_k) - lgamma(sum(rho))``
+
+
+def dirichlet_tables(rho, n_max: int, *, relative: bool = False) -> DirichletTables:
+    """Tables of the Dirichlet-multinomial leaf log likelihood for leaves of up to ``n_max`` samples.
+
+    ``G[k, c] = lgamma(c + rho_k)``, ``Gsum[m] = lgamma(m + sum(rho))`` for
+    ``c, m = 0 .. n_max`` and ``lconst = sum_k lgamma(rho_k) - lgamma(sum(rho))``,
+    so that :func:`dm_log_lik` of class counts ``c`` (``n = sum(c)``) is
+
+        log l(c) = sum_k G[k, c_k] - Gsum[n] - lconst
+                 = log B(c + rho) - log B(rho),   B(v) = prod_k Gamma(v_k) / Gamma(sum v).
+
+    With ``relative``, every table is stored relative to the empty leaf
+    (``G[k, c] - G[k, 0]``, ``Gsum[m] - Gsum[0]``, ``lconst = 0``): the same
+    values, rounded in another order.  MAPTree uses the absolute tables, the
+    samplers the relative ones; each keeps the exact floating-point values it
+    always had.
+
+    Parameters
+    ----------
+    rho : array-like of float, shape (n_classes,)
+        Dirichlet concentrations.
+    n_max : int
+        Largest (weighted) number of samples of a leaf.
+    relative : bool, default=False
+
+    Returns
+    -------
+    DirichletTables
+    """
+    rho = np.asarray(rho, dtype=np.float64)
+    c = np.arange(int(n_max) + 1, dtype=np.float64)
+    if relative:
+        G = np.ascontiguousarray(gammaln(c[None, :] + rho[:, None]) - gammaln(rho)[:, None])
+        rho_sum = float(rho.sum())
+        return DirichletTables(G, gammaln(c + rho_sum) - gammaln(rho_sum), 0.0)
+    G = gammaln(c[None, :] + rho[:, None])
+    Gsum = gammaln(c + rho.sum())
+    return DirichletTables(G, Gsum, float(gammaln(rho).sum() - gammaln(rho.sum())))
+
+
+@njit(cache=True, inline="always")
+def dm_log_lik(counts, tab):
+    """Dirichlet-multinomial log marginal likelihood ``log l(counts)`` of one leaf, read off the
+    tables ``tab`` of :func:`dirichlet_tables` (``counts`` integer, ``sum(counts) <= n_max``)."""
+    G = tab.G
+    s = 0.0
+    n = 0
+    for k in range(counts.shape[0]):
+        c = counts[k]
+        s += G[k, c]
+        n += c
+    return s - tab.Gsum[n] - tab.lconst

@@ -23,17 +23,19 @@ leaf model at compile time (``numba.extending.overload`` on
 gets its own specialisation of the search kernels and the classification
 path contains no regression code at all:
 
-* ``model = (Y, G, Gsum, lconst)`` (4 entries): Dirichlet-multinomial leaves
+* :class:`DirichletModel` ``(Y, dm)``: Dirichlet-multinomial leaves
   (classification).  A node's statistics are its integer class counts
   ``or_counts[o]``, obtained by popcounts against the class/weight bit planes
-  ``Y``; ``G``, ``Gsum`` and ``lconst`` tabulate the log-gamma terms.
-* ``model = (R, rtab, rpar)`` (3 entries): normal-inverse-gamma leaves
-  (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q)`` are
-  the sums over its samples of the rows of ``R`` (weight ``w``,
+  ``Y``; ``dm`` holds the log-gamma tables
+  (:class:`arboretum._numba.DirichletTables`, read by
+  :func:`arboretum._numba.dm_log_lik`).
+* :class:`NIGModel` ``(R, B, L0, shape, scale, kappa)``: normal-inverse-gamma
+  leaves (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q)``
+  are the sums over its samples of the rows of ``R`` (weight ``w``,
   ``w (y - mu0)``, ``w (y - mu0)**2`` and the group term ``w q``; see
   :func:`arboretum.bayes.nig_bound_tables`), obtained by iterating the set
-  bits of the node's sample set.  ``rtab[0]`` is the split bound ``B[n]`` and
-  ``rtab[1]`` the perfect-leaf cost ``L0[n]``; ``rpar = (shape, scale, kappa)``.
+  bits of the node's sample set.  ``B[n]`` is the split bound and ``L0[n]``
+  the perfect-leaf cost; ``shape, scale, kappa`` are the prior's.
 
 The statistics array of the other task has zero columns.
 
@@ -48,13 +50,14 @@ order 2**-128 per pair of subsets.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from .._numba import ctz64, hash_words128, popcount64
+from .._numba import DirichletTables, ctz64, dm_log_lik, hash_words128, popcount64
 
 # Inlining the small bound helpers (``inline="always"``), which themselves inline the leaf-model
 # overloads, makes numba's pedantic IR check report that a renamed local of the inner inlined
@@ -127,21 +130,28 @@ def rehash(old_val, new_val, or_h1, or_depth):
         new_val[i] = v
 
 
-@njit(cache=True, inline="always")
-def _log_lik(counts_row, G, Gsum, lconst):
-    """Dirichlet-multinomial log marginal likelihood of one node's class counts."""
-    s = 0.0
-    n = 0
-    for k in range(counts_row.shape[0]):
-        c = counts_row[k]
-        s += G[k, c]
-        n += c
-    return s - Gsum[n] - lconst
+class DirichletModel(NamedTuple):
+    """Dirichlet-multinomial leaves (classification), the leaf model the kernels take."""
+
+    Y: np.ndarray  #: (n_classes, n_weight_bits, W) uint64: samples of class k with bit b of their weight set
+    dm: DirichletTables  #: the log-gamma tables of :func:`arboretum._numba.dirichlet_tables`
+
+
+class NIGModel(NamedTuple):
+    """Normal-inverse-gamma leaves (regression), the leaf model the kernels take."""
+
+    R: np.ndarray  #: (n_samples, 4): w, w (y - mu0), w (y - mu0)**2, w q
+    B: np.ndarray  #: split bound B[n] of :func:`arboretum.bayes.nig_bound_tables`
+    L0: np.ndarray  #: perfect-leaf cost L0[n]
+    shape: float
+    scale: float
+    kappa: float
 
 
 @njit(cache=True, inline="always")
-def _split_term(counts_row, d, G, Gsum, log_ps):
+def _split_term(counts_row, d, dm, log_ps):
     """log p_split(d) + sum_k log l(c_k e_k): the Perfect Split value (log form)."""
+    G, Gsum = dm.G, dm.Gsum
     s = log_ps[d]
     for k in range(counts_row.shape[0]):
         c = counts_row[k]
@@ -150,7 +160,7 @@ def _split_term(counts_row, d, G, Gsum, log_ps):
 
 
 @njit(cache=True, inline="always")
-def _nig_leaf_nll(row, rtab, rpar):
+def _nig_leaf_nll(row, model):
     """``-log p(y_L)`` of a normal-inverse-gamma leaf with sums ``row = (n, s1, s2, q)``.
 
     Uses the identity ``NLL = L0(n) + a_n log(b_n / b0)`` with
@@ -160,15 +170,15 @@ def _nig_leaf_nll(row, rtab, rpar):
     """
     n = row[0]
     k = np.int64(n + 0.5)
-    excess = 0.5 * (row[2] - row[1] * row[1] / (rpar[2] + n))
+    excess = 0.5 * (row[2] - row[1] * row[1] / (model.kappa + n))
     if excess < 0.0:
         excess = 0.0
-    return rtab[1, k] + (rpar[0] + 0.5 * n) * np.log1p(excess / rpar[1])
+    return model.L0[k] + (model.shape + 0.5 * n) * np.log1p(excess / model.scale)
 
 
 def is_regression_model(model) -> bool:
-    """Whether a leaf-model tuple (or its numba type) is the regression one, ``(R, rtab, rpar)``."""
-    return len(model) == 3
+    """Whether a leaf model (or its numba type, in an ``overload``) is the regression one, :class:`NIGModel`."""
+    return isinstance(model, NIGModel) or getattr(model, "instance_class", None) is NIGModel
 
 
 # The three leaf-model operations.  The Python bodies are never run: numba
@@ -195,10 +205,10 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
     (``Y[k, b]`` holds the samples of class ``k`` whose integer weight has bit
     ``b`` set).  Regression: the sums of the rows of ``R`` over the set bits, in
     increasing sample order."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def nig(model, words, or_counts, or_stats, node):
-            R = model[0]
+            R = model.R
             s0 = 0.0
             s1 = 0.0
             s2 = 0.0
@@ -220,7 +230,7 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
         return nig
 
     def dirichlet(model, words, or_counts, or_stats, node):
-        Y = model[0]
+        Y = model.Y
         K, B, W = Y.shape[0], Y.shape[1], Y.shape[2]
         for k in range(K):
             c = 0
@@ -236,9 +246,9 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
 
 @overload(_leaf_nll, inline="always")
 def _leaf_nll_impl(model, or_counts, or_stats, node):
-    if is_regression_model(model.types):
-        return lambda model, or_counts, or_stats, node: _nig_leaf_nll(or_stats[node], model[1], model[2])
-    return lambda model, or_counts, or_stats, node: -_log_lik(or_counts[node], model[1], model[2], model[3])
+    if is_regression_model(model):
+        return lambda model, or_counts, or_stats, node: _nig_leaf_nll(or_stats[node], model)
+    return lambda model, or_counts, or_stats, node: -dm_log_lik(or_counts[node], model.dm)
 
 
 @overload(_split_bound, inline="always")
@@ -250,17 +260,16 @@ def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, ext):
     (:func:`_split_prior`): a lower bound on ``log|V(I)|`` (:func:`split_count_bounds`) and the
     least prior cost of the two subtrees below a split of ``m`` samples
     (:func:`subtree_prior_bounds`); each function proves its part."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def nig(model, or_counts, or_stats, node, d, m, log_ps, ext):
             row = or_stats[node]
-            rtab = model[1]
             k = np.int64(row[0] + 0.5)
-            return -log_ps[d] + _split_prior(ext, d, m) + max(rtab[0, k], rtab[1, k] + row[3])
+            return -log_ps[d] + _split_prior(ext, d, m) + max(model.B[k], model.L0[k] + row[3])
 
         return nig
     return lambda model, or_counts, or_stats, node, d, m, log_ps, ext: _split_prior(ext, d, m) - _split_term(
-        or_counts[node], d, model[1], model[2], log_ps
+        or_counts[node], d, model.dm, log_ps
     )
 
 
@@ -370,14 +379,14 @@ def subtree_prior_bounds(log_ps, log_pstop, gmax, M, logv):
 
 
 @njit(cache=True, inline="always")
-def _sized_bound(counts_row, d, m, G, Gsum, lconst, log_ps, log_pstop, ext, gmax):
+def _sized_bound(counts_row, d, m, dm, log_ps, log_pstop, ext, gmax):
     """A lower bound on the value of a node of ``m`` samples with class counts ``counts_row`` at
     depth ``d`` whose valid splits are unknown: the Perfect Split heuristic (spec §2.7) with
     ``logv(m) + E(d, m)`` added to its split term (:func:`_split_prior`), and the leaf prior
     ``p_leaf = 1 - p_split(d)`` when ``m > gmax`` (the node then has a valid split; see
     :func:`subtree_prior_bounds`)."""
-    nll = -_log_lik(counts_row, G, Gsum, lconst)
-    split = _split_prior(ext, d, m) - _split_term(counts_row, d, G, Gsum, log_ps)
+    nll = -dm_log_lik(counts_row, dm)
+    split = _split_prior(ext, d, m) - _split_term(counts_row, d, dm, log_ps)
     leaf = nll - log_pstop[d] if m > gmax else nll
     return min(leaf, split)
 
@@ -658,7 +667,7 @@ def _sibling_stats_impl(model, words, or_counts, or_stats, parent, first, out):
     """Classification: the parent's integer class counts minus the other side's (exact, and
     ``words`` is not read).  Regression: summed from ``words`` (a difference of float sums
     would not equal the sums a stored node gets)."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def direct(model, words, or_counts, or_stats, parent, first, out):
             _node_stats(model, words, or_counts, or_stats, out)
@@ -679,7 +688,7 @@ def _sibling_reads_words(model):  # pragma: no cover
 
 @overload(_sibling_reads_words, inline="always")
 def _sibling_reads_words_impl(model):
-    reads = is_regression_model(model.types)
+    reads = is_regression_model(model)
     return lambda model: reads
 
 
@@ -697,7 +706,7 @@ def _valid_split_stats_impl(model, words, M1, valid_f, n1_buf, cnt):
     costs two popcounts per word and feature instead of the three, plus a stored copy of
     the side, of :func:`_valid_splits` followed by :func:`_node_stats`.  Regression:
     :func:`_valid_splits` (``cnt`` is not touched; the probe sums each side's rows)."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def plain(model, words, M1, valid_f, n1_buf, cnt):
             return _valid_splits(words, M1, valid_f, n1_buf)
@@ -705,7 +714,7 @@ def _valid_split_stats_impl(model, words, M1, valid_f, n1_buf, cnt):
         return plain
 
     def fused(model, words, M1, valid_f, n1_buf, cnt):
-        Y = model[0]
+        Y = model.Y
         F, W = M1.shape
         K, B = Y.shape[0], Y.shape[1]
         Kc = K - 1 if B == 1 else K  # with unit weights the last class is n1 minus the rest
@@ -757,7 +766,7 @@ def _side_stats(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_
 def _side_stats_impl(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):
     """Classification: copied from ``cnt[j]`` (:func:`_valid_split_stats`).  Regression: summed
     from the side's samples (:func:`_node_stats`)."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def summed(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):
             for w in range(words.shape[0]):
@@ -950,7 +959,7 @@ def _node_columns(words, n, M1, Y, vf, nv):
 
 @njit(cache=True)
 def _probe2(
-    o, words, scratch, M1, Y, G, Gsum, lconst, log_ps, log_pstop, log_int, ext, gmax,
+    o, words, scratch, M1, model, log_ps, log_pstop, log_int, ext, gmax,
     or_depth, or_lb, ht_val, or_h1, or_h2, max_rows,
 ):
     """Depth-2 lookahead bound of OR node ``o`` (classification), from pair counts.
@@ -997,6 +1006,7 @@ def _probe2(
     constant on ``I`` and so on every subset of it, and ``f`` is constant on
     ``I_fs``: only the other valid features of ``I`` can split a child.
     """
+    Y, dm = model.Y, model.dm
     F, W = M1.shape
     K, B = Y.shape[0], Y.shape[1]
     d = or_depth[o]
@@ -1045,7 +1055,7 @@ def _probe2(
             ns = N[i, i] if s == 1 else n - N[i, i]
             for k in range(K):
                 cc[k] = D[i, k] if s == 1 else c[k] - D[i, k]
-            nll = -_log_lik(cc, G, Gsum, lconst)
+            nll = -dm_log_lik(cc, dm)
             nvc = 0
             for j in range(nv):
                 if j != i:
@@ -1057,7 +1067,7 @@ def _probe2(
                 cheap[i, s] = nll
             else:
                 leaf = -log_pstop[d + 1] + nll
-                split = log_int[nvc] + _ext(ext, d + 1, ns) - _split_term(cc, d + 1, G, Gsum, log_ps)
+                split = log_int[nvc] + _ext(ext, d + 1, ns) - _split_term(cc, d + 1, dm, log_ps)
                 if split < leaf:
                     cheap[i, s] = split
                     need[i, s] = True
@@ -1097,7 +1107,7 @@ def _probe2(
                 ns = N[i, i] if s == 1 else n - N[i, i]
                 for k in range(K):
                     cc[k] = D[i, k] if s == 1 else c[k] - D[i, k]
-                leaf = -log_pstop[d + 1] - _log_lik(cc, G, Gsum, lconst)
+                leaf = -log_pstop[d + 1] - dm_log_lik(cc, dm)
                 inner = np.inf
                 for j in range(nv):
                     if j == i:
@@ -1108,8 +1118,8 @@ def _probe2(
                     for k in range(K):
                         g1[k] = row[j, k] if s == 1 else D[j, k] - row[j, k]
                         g0[k] = cc[k] - g1[k]
-                    v = _sized_bound(g1, d + 2, q, G, Gsum, lconst, log_ps, log_pstop, ext, gmax) + _sized_bound(
-                        g0, d + 2, ns - q, G, Gsum, lconst, log_ps, log_pstop, ext, gmax
+                    v = _sized_bound(g1, d + 2, q, dm, log_ps, log_pstop, ext, gmax) + _sized_bound(
+                        g0, d + 2, ns - q, dm, log_ps, log_pstop, ext, gmax
                     )
                     if v < inner:
                         inner = v
@@ -1127,7 +1137,7 @@ def _probe2(
                 break
         if pair < best:
             best = pair
-    leaf = -log_pstop[d] - _log_lik(c, G, Gsum, lconst)
+    leaf = -log_pstop[d] - dm_log_lik(c, dm)
     return min(leaf, -log_ps[d] + log_int[nv] + best)
 
 
@@ -1145,7 +1155,7 @@ def _lookahead_impl(
     model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
     or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
 ):
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def depth1(
             model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
@@ -1163,7 +1173,7 @@ def _lookahead_impl(
         or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
     ):
         return _probe2(
-            o, words, scratch, M1, model[0], model[1], model[2], model[3], log_ps, log_pstop, log_int, ext, gmax,
+            o, words, scratch, M1, model, log_ps, log_pstop, log_int, ext, gmax,
             or_depth, or_lb, ht_val, or_h1, or_h2, PROBE2_ROWS,
         )
 

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.special import gammaln
 
-from .._numba import pack_columns, pack_rows_mask
+from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior, group_spread_terms, nig_bound_tables
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
@@ -146,12 +145,8 @@ class AndOrSearch:
             [pack_columns(onehot & ((w >> b) & 1).astype(bool)[:, None]) for b in range(n_bits)],
             axis=1,
         )
-        counts = np.arange(int(w.sum()) + 1, dtype=np.float64)
-        G = gammaln(counts[None, :] + self.rho[:, None])
-        Gsum = gammaln(counts + self.rho.sum())
-        lconst = float(gammaln(self.rho).sum() - gammaln(self.rho.sum()))
-        self.Y, self.G, self.Gsum, self.lconst = Y, G, Gsum, lconst
-        self.model = (Y, G, Gsum, lconst)  # Dirichlet leaves (see _kernels)
+        self.Y, self.dm = Y, dirichlet_tables(self.rho, int(w.sum()))
+        self.model = K.DirichletModel(Y, self.dm)  # Dirichlet leaves (see _kernels)
         self._start(n_counts=self.n_classes, n_stats=0)
 
     def _setup(self, X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe) -> np.ndarray:
@@ -738,9 +733,10 @@ class RegressionSearch(AndOrSearch):
         wf = w.astype(np.float64)
         self.R = np.ascontiguousarray(np.column_stack([wf, wf * yc, wf * yc * yc, wf * q]))
         B, L0 = nig_bound_tables(y, w, self.prior)
-        self.rtab = np.ascontiguousarray(np.stack([B, L0]))
-        rpar = np.array([self.prior.shape, self.prior.scale, self.prior.kappa], dtype=np.float64)
-        self.model = (self.R, self.rtab, rpar)  # normal-inverse-gamma leaves (see _kernels)
+        # normal-inverse-gamma leaves (see _kernels)
+        self.model = K.NIGModel(
+            self.R, B, L0, float(self.prior.shape), float(self.prior.scale), float(self.prior.kappa)
+        )
         self._start(n_counts=0, n_stats=4)
 
     def _builder(self, classes, feature_names) -> TreeBuilder:
