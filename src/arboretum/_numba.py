@@ -15,6 +15,17 @@ families do not each carry their own copy:
   evaluator of a leaf's log marginal likelihood from them
   (:func:`dm_log_lik`).
 
+Named tuples in kernels
+-----------------------
+Kernels take their arrays grouped in ``typing.NamedTuple`` s (numba compiles
+them to structs; reading a field costs nothing) and read the fields by name.
+Read them one per statement (``lb = graph.or_lb``), never several in one
+tuple assignment: with numba 0.68, a kernel that unpacks four or more fields
+at once (``a, b, c, d = g.a, g.b, g.c, g.d``, which Python compiles to a tuple
+build and unpack) and inlines an ``overload`` loses the writes to an unpacked
+array that is not read afterwards: dead-code elimination does not see that
+the array is an argument's, so the last stores into it look dead.
+
 Packed bitsets
 --------------
 A subset of the ``n`` training samples is a row of ``ceil(n / 64)`` unsigned
@@ -309,14 +320,19 @@ def dirichlet_tables(rho, n_max: int, *, relative: bool = False) -> DirichletTab
 
 
 @njit(cache=True, inline="always")
-def dm_log_lik(counts, tab):
+def dm_log_lik(counts, G, Gsum, lconst):
     """Dirichlet-multinomial log marginal likelihood ``log l(counts)`` of one leaf, read off the
-    tables ``tab`` of :func:`dirichlet_tables` (``counts`` integer, ``sum(counts) <= n_max``)."""
-    G = tab.G
+    tables ``G, Gsum, lconst`` of :func:`dirichlet_tables` (``counts`` integer, ``sum(counts) <=
+    n_max``).
+
+    The tables come as three arguments, not as the :class:`DirichletTables`:
+    numba counts references per array, and a kernel that evaluates leaves in
+    an inner loop reads the fields once (``G = dm.G``) and passes them on.
+    """
     s = 0.0
     n = 0
     for k in range(counts.shape[0]):
         c = counts[k]
         s += G[k, c]
         n += c
-    return s - tab.Gsum[n] - tab.lconst
+    return s - Gsum[n] - lconst

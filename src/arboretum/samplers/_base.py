@@ -177,7 +177,7 @@ class Problem:
         one_hot = self.y[:, None] == np.arange(self.n_classes)[None, :]
         #: The named tuple the kernels take (see :mod:`arboretum.samplers._kernels`).
         self.data = _kernels.Data(
-            self.X, self.y, pack_columns(self.X), pack_columns(one_hot), self.dm, self.log_split, self.log_stop,
+            self.X, self.y, pack_columns(self.X), pack_columns(one_hot), *self.dm, self.log_split, self.log_stop,
         )
         by_samples = 2 * self.n_samples - 1
         self.capacity = by_samples if self.n_features >= 40 else min(by_samples, 2 ** (self.n_features + 1) - 1)

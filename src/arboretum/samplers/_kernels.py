@@ -21,16 +21,16 @@ Posterior tables
 The BCART log posterior of a tree (see :func:`arboretum.bayes.log_posterior`)
 is a sum of one term per node, and every term is read from tables:
 
-``dm``
+``G``, ``Gsum``, ``lconst``
     the Dirichlet-multinomial tables of :func:`arboretum._numba.dirichlet_tables`
-    for leaves of ``0 .. n`` samples (relative to the empty leaf:
-    ``dm.G[k, c] = lgamma(c + rho_k) - lgamma(rho_k)``,
-    ``dm.Gsum[m] = lgamma(m + sum(rho)) - lgamma(sum(rho))``);
+    for leaves of ``0 .. n`` samples, relative to the empty leaf
+    (``G[k, c] = lgamma(c + rho_k) - lgamma(rho_k)``,
+    ``Gsum[m] = lgamma(m + sum(rho)) - lgamma(sum(rho))``, ``lconst = 0``);
 ``log_split[d]``, ``log_stop[d]``
     ``log p_split(d)`` and ``log(1 - p_split(d))`` for ``d = 0 .. n_features + 1``.
 
 A leaf with class counts ``c`` has log likelihood
-:func:`arboretum._numba.dm_log_lik` ``(c, dm)`` (the Dirichlet-multinomial
+:func:`arboretum._numba.dm_log_lik` ``(c, G, Gsum, lconst)`` (the Dirichlet-multinomial
 marginal).  With ``V`` the number of valid splits of a node at depth ``d``
 (features taking both values on its samples), the node's term is
 
@@ -71,18 +71,24 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .._numba import DirichletTables, dm_log_lik, popcount64, randint, uniform
+from .._numba import dm_log_lik, popcount64, randint, uniform
 
 
 
 class Data(NamedTuple):
-    """One data set and its posterior tables, as the kernels take it (see the module docstring)."""
+    """One data set and its posterior tables, as the kernels take it (see the module docstring).
+
+    ``G, Gsum, lconst`` are the fields of :class:`arboretum._numba.DirichletTables` held flat:
+    numba counts references per array, and reading a nested tuple costs its arrays' counts again.
+    """
 
     X: np.ndarray  #: (n, F) uint8 features
     y: np.ndarray  #: (n,) int64 class indices
     X_bits: np.ndarray  #: (F, W) uint64: the columns of X as bitsets over the samples
     y_bits: np.ndarray  #: (K, W) uint64: the class indicators as bitsets
-    dm: DirichletTables  #: leaf likelihood tables, relative to the empty leaf
+    G: np.ndarray  #: lgamma(c + rho_k) - lgamma(rho_k)
+    Gsum: np.ndarray  #: lgamma(m + sum(rho)) - lgamma(sum(rho))
+    lconst: float  #: 0 (the tables are relative to the empty leaf)
     log_split: np.ndarray  #: log p_split(d), d = 0 .. F + 1
     log_stop: np.ndarray  #: log(1 - p_split(d))
 
@@ -169,7 +175,10 @@ def segment_stats(data, perm, a, b, counts, ones, seg):
     ``(n_valid, loglik)``: the number of valid splits and the leaf log
     likelihood of the segment.
     """
-    X, y, X_bits, y_bits = data.X, data.y, data.X_bits, data.y_bits
+    X = data.X
+    y = data.y
+    X_bits = data.X_bits
+    y_bits = data.y_bits
     n_features = X.shape[1]
     m = b - a
     if m * n_features <= _BITSET_FACTOR * (m + n_features * X_bits.shape[1]):
@@ -199,7 +208,7 @@ def segment_stats(data, perm, a, b, counts, ones, seg):
     for f in range(n_features):
         if 0 < ones[f] < m:
             n_valid += 1
-    return n_valid, dm_log_lik(counts, data.dm)
+    return n_valid, dm_log_lik(counts, data.G, data.Gsum, data.lconst)
 
 
 @njit(cache=True)
@@ -238,7 +247,13 @@ def subset_stats(data, idx, with_split):
     loglik : float
         Leaf log likelihood of the subset.
     """
-    X, y, X_bits, y_bits = data.X, data.y, data.X_bits, data.y_bits
+    X = data.X
+    y = data.y
+    X_bits = data.X_bits
+    y_bits = data.y_bits
+    G = data.G
+    Gsum = data.Gsum
+    lconst = data.lconst
     n_features = X.shape[1]
     n_classes = y_bits.shape[0]
     n_words = X_bits.shape[1]
@@ -293,9 +308,9 @@ def subset_stats(data, idx, with_split):
                 for k in range(n_classes):
                     c1[k] = ones[k, f]
                     c0[k] = counts[k] - c1[k]
-                split_loglik[j] = dm_log_lik(c0, data.dm) + dm_log_lik(c1, data.dm)
+                split_loglik[j] = dm_log_lik(c0, G, Gsum, lconst) + dm_log_lik(c1, G, Gsum, lconst)
             j += 1
-    return counts, valid, split_loglik, dm_log_lik(counts, data.dm)
+    return counts, valid, split_loglik, dm_log_lik(counts, G, Gsum, lconst)
 
 
 @njit(cache=True)
@@ -317,6 +332,20 @@ def split_indices(X, idx, f):
             left[a] = s
             a += 1
     return left, right
+
+
+@njit(cache=True)
+def split_stats(data, idx, f, with_split):
+    """:func:`split_indices` of ``idx`` on feature ``f`` and the :func:`subset_stats` of both sides.
+
+    Returns ``(left, right, *subset_stats(left), *subset_stats(right))``.  One
+    call instead of three: the SMC node pool makes one per new split, and a
+    call from Python costs more than the work on a small subset.
+    """
+    left, right = split_indices(data.X, idx, f)
+    c0, v0, s0, l0 = subset_stats(data, left, with_split)
+    c1, v1, s1, l1 = subset_stats(data, right, with_split)
+    return left, right, c0, v0, s0, l0, c1, v1, s1, l1
 
 
 # ---------------------------------------------------------------------------
@@ -374,7 +403,9 @@ def route_subtree(data, node, loglik, perm, v, top_known, counts, ones, seg, sta
     an internal node's feature does not split its samples non-trivially (the
     tree has prior probability 0); the table is then partly updated.
     """
-    X, log_split, log_stop = data.X, data.log_split, data.log_stop
+    X = data.X
+    log_split = data.log_split
+    log_stop = data.log_stop
     total = 0.0
     stack[0] = v
     top = 1
@@ -450,7 +481,8 @@ def write_encoding(node, out, pos, stack):
 @njit(cache=True)
 def encoding_log_posterior(enc, data):
     """Log posterior of the tree of a pre-order encoding (``nan`` if malformed, ``-inf`` if degenerate)."""
-    X, X_bits = data.X, data.X_bits
+    X = data.X
+    X_bits = data.X_bits
     n = X.shape[0]
     node = np.empty((enc.shape[0], N_COLS), dtype=np.int64)
     if decode(enc, node) < 0:
@@ -513,7 +545,8 @@ def chain_load(enc, data, node, loglik, perm, free, meta, fmeta, best_enc):
     degenerate on the data.  Resets the free list, the best tree and the
     encoding bookkeeping.
     """
-    X, X_bits = data.X, data.X_bits
+    X = data.X
+    X_bits = data.X_bits
     n = X.shape[0]
     capacity = node.shape[0]
     n_nodes = decode(enc, node)
@@ -681,7 +714,10 @@ def mcmc_chain(data, move_cum, log_move, node, loglik, perm, free, meta, fmeta, 
     record or encoding buffers are full.  ``out`` receives the chunk's counts
     (``O_N_REC``, ``O_N_ENC``, ``O_ENC_USED``).
     """
-    X, X_bits, log_split, log_stop = data.X, data.X_bits, data.log_split, data.log_stop
+    X = data.X
+    X_bits = data.X_bits
+    log_split = data.log_split
+    log_stop = data.log_stop
     capacity = node.shape[0]
     counts = np.empty(data.y_bits.shape[0], dtype=np.int64)
     ones = np.empty(X.shape[1], dtype=np.int64)
