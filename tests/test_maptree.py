@@ -11,7 +11,7 @@ import pytest
 from fixtures import FIXTURE_ORACLES, FIXTURES
 
 from arboretum import MAPTreeClassifier
-from arboretum._bitset import pack_rows_mask, unpack
+from arboretum._numba import dm_log_lik, pack_rows_mask, unpack
 from arboretum.bayes import (
     BCARTOracle,
     ChipmanPrior,
@@ -99,7 +99,7 @@ def test_spec_fixtures(row):
         # h'(root) = min(exact leaf cost, perfect-split term + E(0, n)) >= the paper's h(root).
         counts = np.bincount(y, minlength=2)
         pure = sum(log_dirichlet_multinomial(counts[k] * np.eye(2)[k], row.rho) for k in range(2))
-        E, logv = s.ext
+        E, logv = s.tables.E, s.tables.logv
         ext = E[0, min(len(y), E.shape[1] - 1)] + logv[len(y)]
         split_term = -ChipmanPrior(row.alpha, row.beta).log_p_split(0) - pure + ext
         assert s.lower_bound == pytest.approx(min(row.root_leaf_cost, split_term), abs=1e-6)
@@ -288,7 +288,7 @@ def test_subtree_prior_table_is_capped():
     X = np.repeat(rng.random((3, 200)) < 0.5, 1500, axis=0)
     y = rng.integers(0, 2, X.shape[0])
     s = AndOrSearch(X, y, 2)
-    E, logv = s.ext
+    E, logv = s.tables.E, s.tables.logv
     assert s.gmax == 1500 and E.shape == (64, 1025) and logv.shape == (4501,)
     assert np.all(np.diff(E, axis=1) >= 0)
 
@@ -345,11 +345,8 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
             if s.or_expanded[o]:
                 continue
             words = pack_rows_mask(members)
-            args = (s.or_depth, s.or_counts, s.or_stats, s.or_lb, s.or_ub, s.ht_val, s.or_h1, s.or_h2, s.counters)
-            p1, u1, f1 = K._probe(o, words, s.scratch, s.M1, s.row_group, s.group_masks, s.model,
-                                  s.log_ps, s.log_pstop, s.log_int, s.ext, False, *args)
-            p2 = K._probe2(o, words, s.scratch, s.M1, s.Y, s.G, s.Gsum, s.lconst, s.log_ps, s.log_pstop,
-                           s.log_int, s.ext, s.gmax, s.or_depth, s.or_lb, s.ht_val, s.or_h1, s.or_h2, 10**9)
+            p1, u1, f1 = K._probe(o, words, s.scratch, s.data, s.model, s.tables, s.graph.nodes, False)
+            p2 = K._probe2(o, words, s.scratch, s.data, s.model, s.tables, s.graph.nodes, 10**9)
             exact = oracle.value(oracle.subset_mask(np.flatnonzero(members[rows])), int(s.or_depth[o]))
             assert s.or_lb[o] <= p1 + 1e-9
             assert p1 <= p2 + 1e-9
@@ -373,7 +370,7 @@ def _expansion_lb(s, K, X, o, members, stored):
     """What expanding ``o`` would make its LB, computed split by split in Python."""
     d = int(s.or_depth[o])
     tmp = int(s.counters[K.C_N_OR])
-    leaf = -s.log_pstop[d] + (-K._log_lik(s.or_counts[o], s.G, s.Gsum, s.lconst))
+    leaf = -s.log_pstop[d] + (-dm_log_lik(s.or_counts[o], *s.dm))
     valid = [f for f in range(X.shape[1]) if 0 < X[members, f].sum() < members.sum()]
     best = np.inf
     for f in valid:
@@ -384,9 +381,8 @@ def _expansion_lb(s, K, X, o, members, stored):
             if key in stored:
                 pair += s.or_lb[stored[key]]
             else:
-                lb, _ = K._creation_bound(s.model, pack_rows_mask(child), int(child.sum()), s.row_group,
-                                          s.group_masks, s.or_counts, s.or_stats, tmp, d + 1, s.log_ps,
-                                          s.log_pstop, s.ext, False)
+                lb, _ = K._creation_bound(s.model, s.data, s.tables, s.graph, pack_rows_mask(child),
+                                          int(child.sum()), tmp, d + 1, False)
                 pair += lb
         best = min(best, pair)
     return min(leaf, -s.log_ps[d] + np.log(len(valid)) + best)

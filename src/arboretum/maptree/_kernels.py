@@ -1,8 +1,20 @@
 """Numba kernels of the MAPTree AND/OR best-first search.
 
-Everything here takes plain NumPy arrays and integers.  The search state is a
-struct of arrays owned by :class:`arboretum.maptree.search.AndOrSearch`, which
-grows the arrays between kernel calls; a kernel call runs at most ``max_iter``
+Everything here takes plain NumPy arrays and numbers, grouped in named tuples
+(numba compiles them to structs and the kernels read their fields by name):
+
+* :class:`Data` ``(M1, row_group, group_masks)``: the binary features as
+  packed columns and the groups of identical feature rows;
+* the leaf model, :class:`DirichletModel` or :class:`NIGModel` (below);
+* :class:`Tables`: the prior tables (``log p_split``, ``log p_stop``,
+  ``log n``, and the prior bounds ``E`` and ``logv`` of the split terms);
+* :class:`Graph`: the search graph, a struct of arrays (OR nodes, AND nodes,
+  parent edges, hash table, ``counters``);
+* :class:`Scratch`: work buffers.
+
+The search state is owned by :class:`arboretum.maptree.search.AndOrSearch`,
+which grows the arrays between kernel calls (and then builds a new
+:class:`Graph` of the new arrays); a kernel call runs at most ``max_iter``
 expansions and returns a status code.
 
 Costs are negative log probabilities (``cost = -log P(T, Y | X)``), so the
@@ -23,22 +35,25 @@ leaf model at compile time (``numba.extending.overload`` on
 gets its own specialisation of the search kernels and the classification
 path contains no regression code at all:
 
-* ``model = (Y, G, Gsum, lconst)`` (4 entries): Dirichlet-multinomial leaves
-  (classification).  A node's statistics are its integer class counts
+* :class:`DirichletModel` ``(Y, G, Gsum, lconst)``: Dirichlet-multinomial
+  leaves (classification).  A node's statistics are its integer class counts
   ``or_counts[o]``, obtained by popcounts against the class/weight bit planes
-  ``Y``; ``G``, ``Gsum`` and ``lconst`` tabulate the log-gamma terms.
-* ``model = (R, rtab, rpar)`` (3 entries): normal-inverse-gamma leaves
-  (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q)`` are
-  the sums over its samples of the rows of ``R`` (weight ``w``,
+  ``Y``; ``G, Gsum, lconst`` are the log-gamma tables of
+  :func:`arboretum._numba.dirichlet_tables`, read by
+  :func:`arboretum._numba.dm_log_lik`.
+* :class:`NIGModel` ``(R, B, L0, shape, scale, kappa)``: normal-inverse-gamma
+  leaves (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q)``
+  are the sums over its samples of the rows of ``R`` (weight ``w``,
   ``w (y - mu0)``, ``w (y - mu0)**2`` and the group term ``w q``; see
   :func:`arboretum.bayes.nig_bound_tables`), obtained by iterating the set
-  bits of the node's sample set.  ``rtab[0]`` is the split bound ``B[n]`` and
-  ``rtab[1]`` the perfect-leaf cost ``L0[n]``; ``rpar = (shape, scale, kappa)``.
+  bits of the node's sample set.  ``B[n]`` is the split bound and ``L0[n]``
+  the perfect-leaf cost; ``shape, scale, kappa`` are the prior's.
 
 The statistics array of the other task has zero columns.
 
 Subproblems are identified by depth plus a 128-bit *non-linear* hash of the
-sample set (two independent 64-bit mixers summed over the non-zero words).
+sample set (two independent 64-bit mixers summed over the non-zero words,
+:func:`arboretum._numba.hash_words128`).
 The paper's linear polynomial hash collides by construction (spec §3.8); this
 one has no known structured collisions, so a false merge has probability of
 order 2**-128 per pair of subsets.
@@ -47,13 +62,14 @@ order 2**-128 per pair of subsets.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from .._bitset import ctz64, popcount64
+from .._numba import ctz64, dm_log_lik, hash_words128, popcount64
 
 # Inlining the small bound helpers (``inline="always"``), which themselves inline the leaf-model
 # overloads, makes numba's pedantic IR check report that a renamed local of the inner inlined
@@ -85,49 +101,109 @@ PROBE2_ROWS = 2
 # mushroom and kr-vs-kp, where depth-2 probes of every node lost); it was not re-tuned per node.
 PROBE2_MAX_SAMPLES = 2048
 
-_SALT1 = np.uint64(0x9E3779B97F4A7C15)
-_SALT2 = np.uint64(0xD6E8FEB86659FD93)
 _DEPTH_SALT = np.uint64(0xA0761D6478BD642F)
-_M1A = np.uint64(0xBF58476D1CE4E5B9)
-_M1B = np.uint64(0x94D049BB133111EB)
-_M2A = np.uint64(0xFF51AFD7ED558CCD)
-_M2B = np.uint64(0xC4CEB9FE1A85EC53)
-_S27, _S30, _S31, _S33 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(33)
+
+# Named tuples are for the kernels and the functions called once per iteration; the small
+# helpers called per split or per child (``ht_find``, the leaf-model operations, the bounds)
+# take the few arrays they read.  Numba counts references per array: binding a named tuple of
+# ``k`` arrays to an inlined helper's argument costs ``k`` reference increments and decrements,
+# which made the depth-1 probe three times slower when the helpers took the whole ``Graph``.
+#
+# The kernels read the fields of these named tuples one per statement (``or_lb = graph.nodes.or_lb``),
+# never several in one tuple assignment: with numba 0.68, a function that unpacks four or more
+# fields at once (``a, b, c, d = g.a, g.b, g.c, g.d``) and inlines an ``overload`` drops the
+# writes to an unpacked array that is not read afterwards (dead-code elimination does not see
+# that the array aliases an argument).  See :mod:`arboretum._numba`.
 
 
-@njit(cache=True, inline="always")
-def _mix1(x):
-    """splitmix64 finaliser: a bijective non-linear 64-bit mixer."""
-    x = (x ^ (x >> _S30)) * _M1A
-    x = (x ^ (x >> _S27)) * _M1B
-    return x ^ (x >> _S31)
+class Data(NamedTuple):
+    """The training data as the search sees it."""
+
+    M1: np.ndarray  #: (F, W) uint64: the samples with x_f = 1, per feature
+    row_group: np.ndarray  #: (n,) int64: number of each sample's distinct feature row
+    group_masks: np.ndarray  #: (G, W) uint64: the samples of each group; (0, W) when all rows are distinct
 
 
-@njit(cache=True, inline="always")
-def _mix2(x):
-    """murmur3 fmix64: a second, independent 64-bit mixer."""
-    x = (x ^ (x >> _S33)) * _M2A
-    x = (x ^ (x >> _S33)) * _M2B
-    return x ^ (x >> _S33)
+class Tables(NamedTuple):
+    """The prior tables of the search's costs."""
+
+    log_ps: np.ndarray  #: log p_split(d), d = 0 .. F + 1
+    log_pstop: np.ndarray  #: log(1 - p_split(d))
+    log_int: np.ndarray  #: log(v), v = 0 .. F (the split penalty's log|V(I)|)
+    E: np.ndarray  #: E[d, m], :func:`subtree_prior_bounds`
+    logv: np.ndarray  #: logv[m], :func:`split_count_bounds`
+    gmax: int  #: the most samples sharing one feature row
 
 
-@njit(cache=True, inline="always")
-def hash_words(words):
-    """128-bit hash ``(h1, h2)`` of a packed sample set.
+class Nodes(NamedTuple):
+    """The OR nodes' table: what a lookup, a bound or a probe reads.
 
-    ``h = sum over non-zero words w of mix(word_w combined with salt(w))``
-    (mod 2**64) with two independent mixers.  Zero words contribute nothing, so
-    the empty set hashes to ``(0, 0)``.
+    ``or_counts`` (classification) or ``or_stats`` (regression) holds a node's
+    leaf statistics (the other has zero columns).  ``ht_val`` is the
+    open-addressing table of node ids keyed by ``(or_h1, or_h2, or_depth)``;
+    ``counters`` the ``C_*`` counts of the whole graph.
     """
-    h1 = np.uint64(0)
-    h2 = np.uint64(0)
-    for w in range(words.shape[0]):
-        b = words[w]
-        if b != 0:
-            s = np.uint64(w + 1)
-            h1 += _mix1(b ^ (s * _SALT1))
-            h2 += _mix2(b + (s * _SALT2))
-    return h1, h2
+
+    or_depth: np.ndarray
+    or_counts: np.ndarray
+    or_stats: np.ndarray
+    or_lb: np.ndarray
+    or_ub: np.ndarray
+    or_h1: np.ndarray
+    or_h2: np.ndarray
+    ht_val: np.ndarray
+    counters: np.ndarray
+
+
+class Links(NamedTuple):
+    """The AND/OR structure and the search's bookkeeping: what expansions and propagation add.
+
+    An expanded OR node ``o`` has the AND children ``or_and_start[o] ..
+    or_and_start[o] + or_and_count[o] - 1`` (one per kept split, feature
+    ``and_feature``), its exact leaf cost ``or_leaf`` and split penalty
+    ``or_pen``.  An AND node ``a`` has the parent ``and_parent[a]`` and the
+    parent edges ``2 a`` (to ``and_child0``) and ``2 a + 1`` (to
+    ``and_child1``); the edges into an OR node form a list through
+    ``or_first_edge`` and ``edge_next``.
+    """
+
+    or_leaf: np.ndarray
+    or_pen: np.ndarray
+    or_expanded: np.ndarray
+    or_and_start: np.ndarray
+    or_and_count: np.ndarray
+    or_first_edge: np.ndarray
+    or_stamp: np.ndarray
+    or_best: np.ndarray
+    or_flags: np.ndarray
+    and_feature: np.ndarray
+    and_parent: np.ndarray
+    and_child0: np.ndarray
+    and_child1: np.ndarray
+    edge_next: np.ndarray
+
+
+class Graph(NamedTuple):
+    """The explicit AND/OR graph, a struct of arrays in two parts (each one array per field).
+
+    A function that only reads the node table takes ``graph.nodes``: numba counts
+    references per array, so passing the whole graph to a function called per
+    probe would cost a reference increment and decrement for every array.
+    """
+
+    nodes: Nodes
+    links: Links
+
+
+class Scratch(NamedTuple):
+    """Work buffers of the kernels (``buf_a``/``buf_b`` have the OR nodes' capacity)."""
+
+    buf_a: np.ndarray  #: int32: one level of nodes in :func:`_propagate`
+    buf_b: np.ndarray  #: int32: the next level
+    words: np.ndarray  #: (W,) uint64: the sample set of the current node
+    scratch: np.ndarray  #: (W,) uint64: a child's sample set
+    valid_f: np.ndarray  #: (F,) int32: the valid splits of a node
+    n1_buf: np.ndarray  #: (F,) int32: their x_f = 1 side sizes
 
 
 @njit(cache=True, inline="always")
@@ -139,9 +215,9 @@ def _slot(h1, d, mask):
 def ht_find(h1, h2, d, ht_val, or_h1, or_h2, or_depth):
     """Look up the subproblem ``(h1, h2, d)``; return ``(node_id or -1, slot)``.
 
-    The table holds only node ids (open addressing, linear probing); the
-    128-bit keys live with the nodes (``or_h1``, ``or_h2``), 16 bytes a node
-    instead of 16 bytes a slot.
+    The table ``ht_val`` (a :class:`Graph`'s) holds only node ids (open
+    addressing, linear probing); the 128-bit keys live with the nodes
+    (``or_h1``, ``or_h2``), 16 bytes a node instead of 16 bytes a slot.
     """
     mask = np.uint64(ht_val.shape[0] - 1)
     i = _slot(h1, d, mask)
@@ -168,21 +244,34 @@ def rehash(old_val, new_val, or_h1, or_depth):
         new_val[i] = v
 
 
-@njit(cache=True, inline="always")
-def _log_lik(counts_row, G, Gsum, lconst):
-    """Dirichlet-multinomial log marginal likelihood of one node's class counts."""
-    s = 0.0
-    n = 0
-    for k in range(counts_row.shape[0]):
-        c = counts_row[k]
-        s += G[k, c]
-        n += c
-    return s - Gsum[n] - lconst
+class DirichletModel(NamedTuple):
+    """Dirichlet-multinomial leaves (classification), the leaf model the kernels take.
+
+    ``G, Gsum, lconst`` are the fields of :class:`arboretum._numba.DirichletTables`, held flat:
+    a nested tuple would cost its arrays' reference counts again at every read.
+    """
+
+    Y: np.ndarray  #: (n_classes, n_weight_bits, W) uint64: samples of class k with bit b of their weight set
+    G: np.ndarray  #: lgamma(c + rho_k)
+    Gsum: np.ndarray  #: lgamma(m + sum(rho))
+    lconst: float  #: sum_k lgamma(rho_k) - lgamma(sum(rho))
+
+
+class NIGModel(NamedTuple):
+    """Normal-inverse-gamma leaves (regression), the leaf model the kernels take."""
+
+    R: np.ndarray  #: (n_samples, 4): w, w (y - mu0), w (y - mu0)**2, w q
+    B: np.ndarray  #: split bound B[n] of :func:`arboretum.bayes.nig_bound_tables`
+    L0: np.ndarray  #: perfect-leaf cost L0[n]
+    shape: float
+    scale: float
+    kappa: float
 
 
 @njit(cache=True, inline="always")
 def _split_term(counts_row, d, G, Gsum, log_ps):
-    """log p_split(d) + sum_k log l(c_k e_k): the Perfect Split value (log form)."""
+    """log p_split(d) + sum_k log l(c_k e_k): the Perfect Split value (log form), from the tables
+    ``G, Gsum`` of :func:`arboretum._numba.dirichlet_tables`."""
     s = log_ps[d]
     for k in range(counts_row.shape[0]):
         c = counts_row[k]
@@ -191,7 +280,7 @@ def _split_term(counts_row, d, G, Gsum, log_ps):
 
 
 @njit(cache=True, inline="always")
-def _nig_leaf_nll(row, rtab, rpar):
+def _nig_leaf_nll(row, model):
     """``-log p(y_L)`` of a normal-inverse-gamma leaf with sums ``row = (n, s1, s2, q)``.
 
     Uses the identity ``NLL = L0(n) + a_n log(b_n / b0)`` with
@@ -201,15 +290,15 @@ def _nig_leaf_nll(row, rtab, rpar):
     """
     n = row[0]
     k = np.int64(n + 0.5)
-    excess = 0.5 * (row[2] - row[1] * row[1] / (rpar[2] + n))
+    excess = 0.5 * (row[2] - row[1] * row[1] / (model.kappa + n))
     if excess < 0.0:
         excess = 0.0
-    return rtab[1, k] + (rpar[0] + 0.5 * n) * np.log1p(excess / rpar[1])
+    return model.L0[k] + (model.shape + 0.5 * n) * np.log1p(excess / model.scale)
 
 
 def is_regression_model(model) -> bool:
-    """Whether a leaf-model tuple (or its numba type) is the regression one, ``(R, rtab, rpar)``."""
-    return len(model) == 3
+    """Whether a leaf model (or its numba type, in an ``overload``) is the regression one, :class:`NIGModel`."""
+    return isinstance(model, NIGModel) or getattr(model, "instance_class", None) is NIGModel
 
 
 # The three leaf-model operations.  The Python bodies are never run: numba
@@ -225,7 +314,7 @@ def _leaf_nll(model, or_counts, or_stats, node):  # pragma: no cover
     raise NotImplementedError("compiled by numba only")
 
 
-def _split_bound(model, or_counts, or_stats, node, d, m, log_ps, ext):  # pragma: no cover
+def _split_bound(model, or_counts, or_stats, node, d, m, log_ps, E, logv):  # pragma: no cover
     """Lower bound on the cost of every tree that splits at ``(node, d)``."""
     raise NotImplementedError("compiled by numba only")
 
@@ -236,10 +325,10 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
     (``Y[k, b]`` holds the samples of class ``k`` whose integer weight has bit
     ``b`` set).  Regression: the sums of the rows of ``R`` over the set bits, in
     increasing sample order."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def nig(model, words, or_counts, or_stats, node):
-            R = model[0]
+            R = model.R
             s0 = 0.0
             s1 = 0.0
             s2 = 0.0
@@ -261,7 +350,7 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
         return nig
 
     def dirichlet(model, words, or_counts, or_stats, node):
-        Y = model[0]
+        Y = model.Y
         K, B, W = Y.shape[0], Y.shape[1], Y.shape[2]
         for k in range(K):
             c = 0
@@ -277,13 +366,15 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
 
 @overload(_leaf_nll, inline="always")
 def _leaf_nll_impl(model, or_counts, or_stats, node):
-    if is_regression_model(model.types):
-        return lambda model, or_counts, or_stats, node: _nig_leaf_nll(or_stats[node], model[1], model[2])
-    return lambda model, or_counts, or_stats, node: -_log_lik(or_counts[node], model[1], model[2], model[3])
+    if is_regression_model(model):
+        return lambda model, or_counts, or_stats, node: _nig_leaf_nll(or_stats[node], model)
+    return lambda model, or_counts, or_stats, node: -dm_log_lik(
+        or_counts[node], model.G, model.Gsum, model.lconst
+    )
 
 
 @overload(_split_bound, inline="always")
-def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, ext):
+def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, E, logv):
     """Classification: the Perfect Split term ``-log p_split(d) - sum_k log
     l(c_k e_k)`` (proof in :func:`new_or_node`).  Regression:
     ``-log p_split(d) + max(B[n], L0[n] + q)``, proved in
@@ -291,25 +382,23 @@ def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, ext):
     (:func:`_split_prior`): a lower bound on ``log|V(I)|`` (:func:`split_count_bounds`) and the
     least prior cost of the two subtrees below a split of ``m`` samples
     (:func:`subtree_prior_bounds`); each function proves its part."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
-        def nig(model, or_counts, or_stats, node, d, m, log_ps, ext):
+        def nig(model, or_counts, or_stats, node, d, m, log_ps, E, logv):
             row = or_stats[node]
-            rtab = model[1]
             k = np.int64(row[0] + 0.5)
-            return -log_ps[d] + _split_prior(ext, d, m) + max(rtab[0, k], rtab[1, k] + row[3])
+            return -log_ps[d] + _split_prior(E, logv, d, m) + max(model.B[k], model.L0[k] + row[3])
 
         return nig
-    return lambda model, or_counts, or_stats, node, d, m, log_ps, ext: _split_prior(ext, d, m) - _split_term(
-        or_counts[node], d, model[1], model[2], log_ps
-    )
+    return lambda model, or_counts, or_stats, node, d, m, log_ps, E, logv: _split_prior(
+        E, logv, d, m
+    ) - _split_term(or_counts[node], d, model.G, model.Gsum, log_ps)
 
 
 @njit(cache=True, inline="always")
-def _ext(ext, d, m):
+def _ext(E, d, m):
     """``E(d, m)`` from the table of :func:`subtree_prior_bounds` (constant past its last column;
-    0, a valid bound, past its last row).  ``ext = (E, logv)`` holds the two prior-bound tables."""
-    E = ext[0]
+    0, a valid bound, past its last row)."""
     if d >= E.shape[0]:
         return 0.0
     last = E.shape[1] - 1
@@ -317,13 +406,12 @@ def _ext(ext, d, m):
 
 
 @njit(cache=True, inline="always")
-def _split_prior(ext, d, m):
+def _split_prior(E, logv, d, m):
     """``logv(m) + E(d, m)``: a lower bound on the prior cost of every split of a node of ``m``
     samples at depth ``d`` beyond its ``-log p_split(d)``, i.e. on ``log|V(I)|`` (see
     :func:`split_count_bounds`) plus the prior terms of the two subtrees below it."""
-    logv = ext[1]
     last = logv.shape[0] - 1
-    return logv[m if m < last else last] + _ext(ext, d, m)
+    return logv[m if m < last else last] + _ext(E, d, m)
 
 
 def split_count_bounds(group_sizes: np.ndarray) -> np.ndarray:
@@ -411,30 +499,26 @@ def subtree_prior_bounds(log_ps, log_pstop, gmax, M, logv):
 
 
 @njit(cache=True, inline="always")
-def _sized_bound(counts_row, d, m, G, Gsum, lconst, log_ps, log_pstop, ext, gmax):
+def _sized_bound(counts_row, d, m, G, Gsum, lconst, log_ps, log_pstop, E, logv, gmax):
     """A lower bound on the value of a node of ``m`` samples with class counts ``counts_row`` at
     depth ``d`` whose valid splits are unknown: the Perfect Split heuristic (spec §2.7) with
     ``logv(m) + E(d, m)`` added to its split term (:func:`_split_prior`), and the leaf prior
     ``p_leaf = 1 - p_split(d)`` when ``m > gmax`` (the node then has a valid split; see
     :func:`subtree_prior_bounds`)."""
-    nll = -_log_lik(counts_row, G, Gsum, lconst)
-    split = _split_prior(ext, d, m) - _split_term(counts_row, d, G, Gsum, log_ps)
+    nll = -dm_log_lik(counts_row, G, Gsum, lconst)
+    split = _split_prior(E, logv, d, m) - _split_term(counts_row, d, G, Gsum, log_ps)
     leaf = nll - log_pstop[d] if m > gmax else nll
     return min(leaf, split)
 
 
 @njit(cache=True)
-def write_node_stats(model, words, or_counts, or_stats, node):
-    """:func:`_node_stats` for callers outside the kernels (the root node)."""
-    _node_stats(model, words, or_counts, or_stats, node)
+def write_node_stats(model, words, graph, node):
+    """:func:`_node_stats` into row ``node`` of ``graph``, for callers outside the kernels."""
+    _node_stats(model, words, graph.nodes.or_counts, graph.nodes.or_stats, node)
 
 
 @njit(cache=True, inline="always")
-def new_or_node(
-    node, d, no_split, m, model, log_ps, log_pstop, ext, ub_inf,
-    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded, or_and_count, or_first_edge,
-    or_stamp, or_best, or_flags,
-):
+def new_or_node(node, d, no_split, m, model, tables, graph, ub_inf):
     """Initialise OR node ``node`` (its statistics already written) at depth ``d``.
 
     If ``no_split`` (the node's samples all share one feature vector, so
@@ -484,24 +568,26 @@ def new_or_node(
     Leaf likelihoods are densities there, so costs can be negative; only the
     prior terms are known to be non-negative, and the proofs use no more.
     """
-    nll = _leaf_nll(model, or_counts, or_stats, node)
-    or_depth[node] = d
-    or_and_count[node] = 0
-    or_first_edge[node] = -1
-    or_stamp[node] = 0
-    or_best[node] = -1
-    or_flags[node] = 0
+    nll = _leaf_nll(model, graph.nodes.or_counts, graph.nodes.or_stats, node)
+    graph.nodes.or_depth[node] = d
+    graph.links.or_and_count[node] = 0
+    graph.links.or_first_edge[node] = -1
+    graph.links.or_stamp[node] = 0
+    graph.links.or_best[node] = -1
+    graph.links.or_flags[node] = 0
     if no_split:
-        or_lb[node] = nll
-        or_ub[node] = nll
-        or_leaf[node] = nll
-        or_expanded[node] = 1
+        graph.nodes.or_lb[node] = nll
+        graph.nodes.or_ub[node] = nll
+        graph.links.or_leaf[node] = nll
+        graph.links.or_expanded[node] = 1
         return
-    leaf = -log_pstop[d] + nll
-    or_lb[node] = min(leaf, _split_bound(model, or_counts, or_stats, node, d, m, log_ps, ext))
-    or_ub[node] = np.inf if ub_inf else leaf
-    or_leaf[node] = or_ub[node]
-    or_expanded[node] = 0
+    leaf = -tables.log_pstop[d] + nll
+    graph.nodes.or_lb[node] = min(
+        leaf, _split_bound(model, graph.nodes.or_counts, graph.nodes.or_stats, node, d, m, tables.log_ps, tables.E, tables.logv)
+    )
+    graph.nodes.or_ub[node] = np.inf if ub_inf else leaf
+    graph.links.or_leaf[node] = graph.nodes.or_ub[node]
+    graph.links.or_expanded[node] = 0
 
 
 @njit(cache=True, inline="always")
@@ -509,8 +595,9 @@ def _no_split(words, total, row_group, group_masks):
     """True when the ``total`` samples in ``words`` all share one feature vector.
 
     ``row_group[i]`` numbers the distinct feature rows and ``group_masks[g]``
-    is the set of samples with row ``g``; an empty ``group_masks`` means the
-    rows are all distinct, so only single samples qualify.
+    is the set of samples with row ``g`` (:class:`Data`); an empty
+    ``group_masks`` means the rows are all distinct, so only single samples
+    qualify.
     """
     if total <= 1:
         return True
@@ -519,9 +606,9 @@ def _no_split(words, total, row_group, group_masks):
     w0 = 0
     while words[w0] == 0:
         w0 += 1
-    g = row_group[w0 * 64 + np.int64(ctz64(words[w0]))]
+    grp = row_group[w0 * 64 + np.int64(ctz64(words[w0]))]
     for w in range(w0, words.shape[0]):
-        if words[w] & ~group_masks[g, w]:
+        if words[w] & ~group_masks[grp, w]:
             return False
     return True
 
@@ -548,13 +635,7 @@ def _valid_splits(words, M1, valid_f, n1_buf):
 
 
 @njit(cache=True)
-def _expand(
-    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, ub_inf,
-    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
-    and_feature, and_parent, and_child0, and_child1, edge_next,
-    ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
-):
+def _expand(o, words, data, model, tables, graph, bufs, ub_inf):
     """Expand OR node ``o`` whose sample set is ``words``: create one AND child per distinct
     partition of ``I`` by a valid split.
 
@@ -575,6 +656,28 @@ def _expand(
     only when their ``x = 1`` sides have the same size (or complementary
     sizes), so the check costs O(nv) integer comparisons per split.
     """
+    M1 = data.M1
+    row_group = data.row_group
+    group_masks = data.group_masks
+    scratch = bufs.scratch
+    valid_f = bufs.valid_f
+    n1_buf = bufs.n1_buf
+    or_counts = graph.nodes.or_counts
+    or_stats = graph.nodes.or_stats
+    or_depth = graph.nodes.or_depth
+    or_h1 = graph.nodes.or_h1
+    or_h2 = graph.nodes.or_h2
+    ht_val = graph.nodes.ht_val
+    or_expanded = graph.links.or_expanded
+    or_leaf = graph.links.or_leaf
+    or_and_count = graph.links.or_and_count
+    or_first_edge = graph.links.or_first_edge
+    and_feature = graph.links.and_feature
+    and_parent = graph.links.and_parent
+    and_child0 = graph.links.and_child0
+    and_child1 = graph.links.and_child1
+    edge_next = graph.links.edge_next
+    counters = graph.nodes.counters
     F, W = M1.shape
     d = or_depth[o]
     n, nv = _valid_splits(words, M1, valid_f, n1_buf)
@@ -584,10 +687,10 @@ def _expand(
         or_leaf[o] = nll  # no valid split: p_leaf = 1
         or_and_count[o] = 0
         return
-    or_leaf[o] = -log_pstop[d] + nll
-    or_pen[o] = -log_ps[d] + log_int[nv]
+    or_leaf[o] = -tables.log_pstop[d] + nll
+    graph.links.or_pen[o] = -tables.log_ps[d] + tables.log_int[nv]
     a0 = counters[C_N_AND]
-    or_and_start[o] = a0
+    graph.links.or_and_start[o] = a0
     kept = 0
     for j in range(nv):
         f = valid_f[j]
@@ -605,17 +708,14 @@ def _expand(
                 for w in range(W):
                     scratch[w] = words[w] & ~M1[f, w]
                 total = n - n1_buf[kept - 1]
-            h1, h2 = hash_words(scratch)
+            h1, h2 = hash_words128(scratch)
             child, slot = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child < 0:
                 child = counters[C_N_OR]
                 counters[C_N_OR] += 1
                 _node_stats(model, scratch, or_counts, or_stats, child)
-                new_or_node(
-                    child, d + 1, _no_split(scratch, total, row_group, group_masks), total, model, log_ps, log_pstop, ext, ub_inf,
-                    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_expanded,
-                    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
-                )
+                no_split = _no_split(scratch, total, row_group, group_masks)
+                new_or_node(child, d + 1, no_split, total, model, tables, graph, ub_inf)
                 or_h1[child] = h1
                 or_h2[child] = h2
                 ht_val[slot] = child
@@ -664,20 +764,19 @@ def _same_partition_as_kept(words, f, n1, n, M1, and_feature, n1_kept, a0, kept)
 
 
 @njit(cache=True, inline="always")
-def _creation_bound(
-    model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ext, ub_inf
-):
-    """The (LB, UB) :func:`new_or_node` would give a new node with sample set ``words`` at
-    depth ``d``; its statistics go to the scratch row ``tmp``."""
-    _node_stats(model, words, or_counts, or_stats, tmp)
+def _creation_bound(model, data, tables, graph, words, total, tmp, d, ub_inf):
+    """The (LB, UB) :func:`new_or_node` would give a new node with sample set ``words`` (``total``
+    samples) at depth ``d``; its statistics go to the scratch row ``tmp`` of ``graph``."""
+    _node_stats(model, words, graph.nodes.or_counts, graph.nodes.or_stats, tmp)
     return _bounds_from_stats(
-        model, words, total, row_group, group_masks, or_counts, or_stats, tmp, d, log_ps, log_pstop, ext, ub_inf
+        model, words, total, data.row_group, data.group_masks, graph.nodes.or_counts, graph.nodes.or_stats, tmp, d,
+        tables.log_ps, tables.log_pstop, tables.E, tables.logv, ub_inf,
     )
 
 
 @njit(cache=True, inline="always")
 def _bounds_from_stats(
-    model, words, total, row_group, group_masks, or_counts, or_stats, row, d, log_ps, log_pstop, ext, ub_inf
+    model, words, total, row_group, group_masks, or_counts, or_stats, row, d, log_ps, log_pstop, E, logv, ub_inf
 ):
     """:func:`_creation_bound` for a node whose statistics are in row ``row`` already (``words`` is
     read only when the node has more than one sample and the data have duplicate rows)."""
@@ -685,7 +784,9 @@ def _bounds_from_stats(
     if _no_split(words, total, row_group, group_masks):
         return nll, nll
     leaf = -log_pstop[d] + nll
-    return min(leaf, _split_bound(model, or_counts, or_stats, row, d, total, log_ps, ext)), (np.inf if ub_inf else leaf)
+    return min(leaf, _split_bound(model, or_counts, or_stats, row, d, total, log_ps, E, logv)), (
+        np.inf if ub_inf else leaf
+    )
 
 
 def _sibling_stats(model, words, or_counts, or_stats, parent, first, out):  # pragma: no cover
@@ -699,7 +800,7 @@ def _sibling_stats_impl(model, words, or_counts, or_stats, parent, first, out):
     """Classification: the parent's integer class counts minus the other side's (exact, and
     ``words`` is not read).  Regression: summed from ``words`` (a difference of float sums
     would not equal the sums a stored node gets)."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def direct(model, words, or_counts, or_stats, parent, first, out):
             _node_stats(model, words, or_counts, or_stats, out)
@@ -720,7 +821,7 @@ def _sibling_reads_words(model):  # pragma: no cover
 
 @overload(_sibling_reads_words, inline="always")
 def _sibling_reads_words_impl(model):
-    reads = is_regression_model(model.types)
+    reads = is_regression_model(model)
     return lambda model: reads
 
 
@@ -738,7 +839,7 @@ def _valid_split_stats_impl(model, words, M1, valid_f, n1_buf, cnt):
     costs two popcounts per word and feature instead of the three, plus a stored copy of
     the side, of :func:`_valid_splits` followed by :func:`_node_stats`.  Regression:
     :func:`_valid_splits` (``cnt`` is not touched; the probe sums each side's rows)."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def plain(model, words, M1, valid_f, n1_buf, cnt):
             return _valid_splits(words, M1, valid_f, n1_buf)
@@ -746,7 +847,7 @@ def _valid_split_stats_impl(model, words, M1, valid_f, n1_buf, cnt):
         return plain
 
     def fused(model, words, M1, valid_f, n1_buf, cnt):
-        Y = model[0]
+        Y = model.Y
         F, W = M1.shape
         K, B = Y.shape[0], Y.shape[1]
         Kc = K - 1 if B == 1 else K  # with unit weights the last class is n1 minus the rest
@@ -798,7 +899,7 @@ def _side_stats(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_
 def _side_stats_impl(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):
     """Classification: copied from ``cnt[j]`` (:func:`_valid_split_stats`).  Regression: summed
     from the side's samples (:func:`_node_stats`)."""
-    if is_regression_model(model.types):
+    if is_regression_model(model):
 
         def summed(model, words, M1, f, cnt, j, scratch, need_words, or_counts, or_stats, out):
             for w in range(words.shape[0]):
@@ -818,10 +919,7 @@ def _side_stats_impl(model, words, M1, f, cnt, j, scratch, need_words, or_counts
 
 
 @njit(cache=True)
-def _probe(
-    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, ub_inf,
-    or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
-):
+def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
     """The lower bound that expanding OR node ``o`` (sample set ``words``) would give, without
     creating any node: ``min(leaf cost, pen + min over valid f of (b(o_f0) + b(o_f1)))``.
 
@@ -866,9 +964,24 @@ def _probe(
     split not looked up may be reported dearer than its stored children make
     it; the UB is still the cost of a real tree).
     """
+    M1 = data.M1
+    row_group = data.row_group
+    group_masks = data.group_masks
+    log_ps = tables.log_ps
+    log_pstop = tables.log_pstop
+    E = tables.E
+    logv = tables.logv
+    or_counts = nodes.or_counts
+    or_stats = nodes.or_stats
+    or_depth = nodes.or_depth
+    or_lb = nodes.or_lb
+    or_ub = nodes.or_ub
+    ht_val = nodes.ht_val
+    or_h1 = nodes.or_h1
+    or_h2 = nodes.or_h2
     F, W = M1.shape
     d = or_depth[o]
-    tmp = counters[C_N_OR]
+    tmp = nodes.counters[C_N_OR]
     valid_f = np.empty(F, np.int32)
     n1_buf = np.empty(F, np.int32)
     cnt = np.empty((F, or_counts.shape[1]), np.int32)
@@ -891,7 +1004,7 @@ def _probe(
         _side_stats(model, words, M1, f, cnt, j, scratch, dups and n1 > 1, or_counts, or_stats, tmp)
         lbs[j, 1], ubs[j, 1] = _bounds_from_stats(
             model, scratch, n1, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
-            log_ps, log_pstop, ext, ub_inf,
+            log_ps, log_pstop, E, logv, ub_inf,
         )
         if _sibling_reads_words(model) or (dups and n - n1 > 1):
             for w in range(W):
@@ -899,7 +1012,7 @@ def _probe(
         _sibling_stats(model, scratch, or_counts, or_stats, o, tmp, tmp + 1)
         lbs[j, 0], ubs[j, 0] = _bounds_from_stats(
             model, scratch, n - n1, row_group, group_masks, or_counts, or_stats, tmp + 1, d + 1,
-            log_ps, log_pstop, ext, ub_inf,
+            log_ps, log_pstop, E, logv, ub_inf,
         )
     cb = lbs[:, 0] + lbs[:, 1]
     # Pass 2: look the children up in the graph (two hashes a split, most of a probe's cost), in
@@ -928,7 +1041,7 @@ def _probe(
             else:
                 for w in range(W):
                     scratch[w] = words[w] & ~M1[f, w]
-            h1, h2 = hash_words(scratch)
+            h1, h2 = hash_words128(scratch)
             child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child >= 0:
                 pair += or_lb[child]
@@ -941,7 +1054,7 @@ def _probe(
         if pair_ub < best_ub:
             best_ub = pair_ub
             best_j = j
-    pen = -log_ps[d] + log_int[nv]
+    pen = -log_ps[d] + tables.log_int[nv]
     return min(leaf, pen + best), pen + best_ub, (valid_f[best_j] if best_j >= 0 else -1)
 
 
@@ -990,10 +1103,7 @@ def _node_columns(words, n, M1, Y, vf, nv):
 
 
 @njit(cache=True)
-def _probe2(
-    o, words, scratch, M1, Y, G, Gsum, lconst, log_ps, log_pstop, log_int, ext, gmax,
-    or_depth, or_lb, ht_val, or_h1, or_h2, max_rows,
-):
+def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
     """Depth-2 lookahead bound of OR node ``o`` (classification), from pair counts.
 
     For every valid split ``f`` of ``I`` and both of its children ``I_fs``,
@@ -1038,6 +1148,22 @@ def _probe2(
     constant on ``I`` and so on every subset of it, and ``f`` is constant on
     ``I_fs``: only the other valid features of ``I`` can split a child.
     """
+    Y = model.Y
+    G = model.G
+    Gsum = model.Gsum
+    lconst = model.lconst
+    M1 = data.M1
+    log_ps = tables.log_ps
+    log_pstop = tables.log_pstop
+    log_int = tables.log_int
+    E = tables.E
+    logv = tables.logv
+    gmax = tables.gmax
+    or_lb = nodes.or_lb
+    or_depth = nodes.or_depth
+    ht_val = nodes.ht_val
+    or_h1 = nodes.or_h1
+    or_h2 = nodes.or_h2
     F, W = M1.shape
     K, B = Y.shape[0], Y.shape[1]
     d = or_depth[o]
@@ -1086,7 +1212,7 @@ def _probe2(
             ns = N[i, i] if s == 1 else n - N[i, i]
             for k in range(K):
                 cc[k] = D[i, k] if s == 1 else c[k] - D[i, k]
-            nll = -_log_lik(cc, G, Gsum, lconst)
+            nll = -dm_log_lik(cc, G, Gsum, lconst)
             nvc = 0
             for j in range(nv):
                 if j != i:
@@ -1098,7 +1224,7 @@ def _probe2(
                 cheap[i, s] = nll
             else:
                 leaf = -log_pstop[d + 1] + nll
-                split = log_int[nvc] + _ext(ext, d + 1, ns) - _split_term(cc, d + 1, G, Gsum, log_ps)
+                split = log_int[nvc] + _ext(E, d + 1, ns) - _split_term(cc, d + 1, G, Gsum, log_ps)
                 if split < leaf:
                     cheap[i, s] = split
                     need[i, s] = True
@@ -1138,7 +1264,7 @@ def _probe2(
                 ns = N[i, i] if s == 1 else n - N[i, i]
                 for k in range(K):
                     cc[k] = D[i, k] if s == 1 else c[k] - D[i, k]
-                leaf = -log_pstop[d + 1] - _log_lik(cc, G, Gsum, lconst)
+                leaf = -log_pstop[d + 1] - dm_log_lik(cc, G, Gsum, lconst)
                 inner = np.inf
                 for j in range(nv):
                     if j == i:
@@ -1149,8 +1275,8 @@ def _probe2(
                     for k in range(K):
                         g1[k] = row[j, k] if s == 1 else D[j, k] - row[j, k]
                         g0[k] = cc[k] - g1[k]
-                    v = _sized_bound(g1, d + 2, q, G, Gsum, lconst, log_ps, log_pstop, ext, gmax) + _sized_bound(
-                        g0, d + 2, ns - q, G, Gsum, lconst, log_ps, log_pstop, ext, gmax
+                    v = _sized_bound(g1, d + 2, q, G, Gsum, lconst, log_ps, log_pstop, E, logv, gmax) + _sized_bound(
+                        g0, d + 2, ns - q, G, Gsum, lconst, log_ps, log_pstop, E, logv, gmax
                     )
                     if v < inner:
                         inner = v
@@ -1158,7 +1284,7 @@ def _probe2(
             # A child already in the graph may know better.
             for w in range(W):
                 scratch[w] = words[w] & M1[fi, w] if s == 1 else words[w] & ~M1[fi, w]
-            h1, h2 = hash_words(scratch)
+            h1, h2 = hash_words128(scratch)
             child, _ = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
             if child >= 0 and or_lb[child] > bnd:
                 bnd = or_lb[child]
@@ -1168,45 +1294,27 @@ def _probe2(
                 break
         if pair < best:
             best = pair
-    leaf = -log_pstop[d] - _log_lik(c, G, Gsum, lconst)
+    leaf = -log_pstop[d] - dm_log_lik(c, G, Gsum, lconst)
     return min(leaf, -log_ps[d] + log_int[nv] + best)
 
 
-def _lookahead(
-    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
-    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
-):  # pragma: no cover
+def _lookahead(model, o, words, scratch, data, tables, nodes):  # pragma: no cover
     """The probe bound of ``o``: depth-2 (:func:`_probe2`) for classification, depth-1
     (:func:`_probe`) for regression."""
     raise NotImplementedError("compiled by numba only")
 
 
 @overload(_lookahead)
-def _lookahead_impl(
-    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
-    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
-):
-    if is_regression_model(model.types):
+def _lookahead_impl(model, o, words, scratch, data, tables, nodes):
+    if is_regression_model(model):
 
-        def depth1(
-            model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
-            or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
-        ):
-            return _probe(
-                o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, False,
-                or_depth, or_counts, or_stats, or_lb, or_lb, ht_val, or_h1, or_h2, counters,
-            )[0]
+        def depth1(model, o, words, scratch, data, tables, nodes):
+            return _probe(o, words, scratch, data, model, tables, nodes, False)[0]  # its LB reads no UB
 
         return depth1
 
-    def depth2(
-        model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
-        or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
-    ):
-        return _probe2(
-            o, words, scratch, M1, model[0], model[1], model[2], model[3], log_ps, log_pstop, log_int, ext, gmax,
-            or_depth, or_lb, ht_val, or_h1, or_h2, PROBE2_ROWS,
-        )
+    def depth2(model, o, words, scratch, data, tables, nodes):
+        return _probe2(o, words, scratch, data, model, tables, nodes, PROBE2_ROWS)
 
     return depth2
 
@@ -1236,11 +1344,7 @@ def _rescan_lb(o, or_lb, or_leaf, or_pen, or_and_start, or_and_count, or_best, a
 
 
 @njit(cache=True)
-def _propagate(
-    start, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
-    or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
-    probed,
-):
+def _propagate(start, graph, bufs, probed):
     """Propagate bound changes from the just-expanded node ``start`` upwards (spec §3.6).
 
     With ``probed`` (``_LB_UP`` and/or ``_UB_DOWN``), ``start`` is instead an
@@ -1258,9 +1362,25 @@ def _propagate(
     node without valid splits is passed on like any other change (the
     reference forgets it, spec §3.6).
     """
+    or_lb = graph.nodes.or_lb
+    or_ub = graph.nodes.or_ub
+    or_leaf = graph.links.or_leaf
+    or_pen = graph.links.or_pen
+    or_and_start = graph.links.or_and_start
+    or_and_count = graph.links.or_and_count
+    or_first_edge = graph.links.or_first_edge
+    or_stamp = graph.links.or_stamp
+    or_best = graph.links.or_best
+    or_flags = graph.links.or_flags
+    and_parent = graph.links.and_parent
+    and_child0 = graph.links.and_child0
+    and_child1 = graph.links.and_child1
+    edge_next = graph.links.edge_next
+    counters = graph.nodes.counters
     counters[C_STAMP] += 1
     stamp = counters[C_STAMP]
-    cur, nxt = buf_a, buf_b
+    cur = bufs.buf_a
+    nxt = bufs.buf_b
     n_cur = 1
     cur[0] = start
     if probed:
@@ -1270,8 +1390,8 @@ def _propagate(
         # The expanded node's UB: the minimum over its new AND children and its exact leaf cost.
         ubv = or_leaf[start]
         pen = or_pen[start]
-        s = or_and_start[start]
-        for a in range(s, s + or_and_count[start]):
+        a0 = or_and_start[start]
+        for a in range(a0, a0 + or_and_count[start]):
             uv = pen + or_ub[and_child0[a]] + or_ub[and_child1[a]]
             if uv < ubv:
                 ubv = uv
@@ -1317,40 +1437,16 @@ def _propagate(
 
 
 @njit(cache=True)
-def expand_node(
-    o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext,
-    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
-    and_feature, and_parent, and_child0, and_child1, edge_next,
-    ht_val, or_h1, or_h2, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
-):
+def expand_node(o, words, data, model, tables, graph, bufs, ub_inf):
     """One expansion of the unexpanded OR node ``o`` (sample set ``words``): create its
     splits, propagate the bounds, count it.  The caller guarantees room for the new nodes."""
-    _expand(
-        o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop,
-        log_int, ext, ub_inf,
-        or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-        or_and_count, or_first_edge, or_stamp, or_best, or_flags,
-        and_feature, and_parent, and_child0, and_child1, edge_next,
-        ht_val, or_h1, or_h2, valid_f, n1_buf, counters,
-    )
-    _propagate(
-        o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
-        or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next, buf_a, buf_b, counters,
-        np.uint8(0),
-    )
-    counters[C_N_EXP] += 1
+    _expand(o, words, data, model, tables, graph, bufs, ub_inf)
+    _propagate(o, graph, bufs, np.uint8(0))
+    graph.nodes.counters[C_N_EXP] += 1
 
 
 @njit(cache=True)
-def run_search(
-    M1, row_group, group_masks, root_words, model, log_ps, log_pstop, log_int, ext, gmax,
-    or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-    or_and_count, or_first_edge, or_stamp, or_best, or_flags,
-    and_feature, and_parent, and_child0, and_child1, edge_next,
-    ht_val, or_h1, or_h2, buf_a, buf_b, words, scratch, valid_f, n1_buf, counters,
-    max_iter, tie_rule, ub_inf, probe, start,
-):
+def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule, ub_inf, probe, start):
     """Run up to ``max_iter`` iterations of MAPTree's best-first search.
 
     One iteration: descend from the root along the minimum-LB split into the
@@ -1370,10 +1466,22 @@ def run_search(
     means that node is solved).  Bounds are propagated to every ancestor
     either way, so the graph stays consistent.
     """
+    M1 = data.M1
+    or_lb = graph.nodes.or_lb
+    or_ub = graph.nodes.or_ub
+    or_expanded = graph.links.or_expanded
+    or_best = graph.links.or_best
+    or_flags = graph.links.or_flags
+    and_feature = graph.links.and_feature
+    and_child0 = graph.links.and_child0
+    and_child1 = graph.links.and_child1
+    counters = graph.nodes.counters
+    words = bufs.words
+    scratch = bufs.scratch
     F, W = M1.shape
     cap_or = or_lb.shape[0]
     cap_and = and_feature.shape[0]
-    cap_ht = ht_val.shape[0]
+    cap_ht = graph.nodes.ht_val.shape[0]
     for _ in range(max_iter):
         if or_lb[start] >= or_ub[start]:
             return STATUS_SOLVED
@@ -1426,16 +1534,10 @@ def run_search(
             vf = -1
             if not (or_flags[o] & _PROBED):
                 or_flags[o] |= _PROBED
-                v, vub, vf = _probe(
-                    o, words, scratch, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext, ub_inf,
-                    or_depth, or_counts, or_stats, or_lb, or_ub, ht_val, or_h1, or_h2, counters,
-                )
+                v, vub, vf = _probe(o, words, scratch, data, model, tables, graph.nodes, ub_inf)
             else:
                 or_flags[o] |= _PROBED2
-                v = _lookahead(
-                    model, o, words, scratch, M1, row_group, group_masks, log_ps, log_pstop, log_int, ext, gmax,
-                    or_depth, or_counts, or_stats, or_lb, ht_val, or_h1, or_h2, counters,
-                )
+                v = _lookahead(model, o, words, scratch, data, tables, graph.nodes)
             counters[C_N_PROBE] += 1
             changed = np.uint8(0)
             if vub < or_ub[o]:
@@ -1446,20 +1548,10 @@ def run_search(
                 or_lb[o] = v
                 changed |= _LB_UP
             if changed:
-                _propagate(
-                    o, or_lb, or_ub, or_leaf, or_pen, or_and_start, or_and_count, or_first_edge,
-                    or_stamp, or_best, or_flags, and_parent, and_child0, and_child1, edge_next,
-                    buf_a, buf_b, counters, changed,
-                )
+                _propagate(o, graph, bufs, changed)
             if (changed & _LB_UP) or or_lb[o] >= or_ub[o]:
                 continue
-        expand_node(
-            o, words, M1, row_group, group_masks, model, log_ps, log_pstop, log_int, ext,
-            or_depth, or_counts, or_stats, or_lb, or_ub, or_leaf, or_pen, or_expanded, or_and_start,
-            or_and_count, or_first_edge, or_stamp, or_best, or_flags,
-            and_feature, and_parent, and_child0, and_child1, edge_next,
-            ht_val, or_h1, or_h2, buf_a, buf_b, scratch, valid_f, n1_buf, counters, ub_inf,
-        )
+        expand_node(o, words, data, model, tables, graph, bufs, ub_inf)
     if or_lb[start] >= or_ub[start]:
         return STATUS_SOLVED
     return STATUS_BUDGET

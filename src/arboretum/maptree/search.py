@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.special import gammaln
 
-from .._bitset import pack_columns, pack_rows_mask
+from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior, group_spread_terms, nig_bound_tables
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
@@ -146,12 +145,8 @@ class AndOrSearch:
             [pack_columns(onehot & ((w >> b) & 1).astype(bool)[:, None]) for b in range(n_bits)],
             axis=1,
         )
-        counts = np.arange(int(w.sum()) + 1, dtype=np.float64)
-        G = gammaln(counts[None, :] + self.rho[:, None])
-        Gsum = gammaln(counts + self.rho.sum())
-        lconst = float(gammaln(self.rho).sum() - gammaln(self.rho.sum()))
-        self.Y, self.G, self.Gsum, self.lconst = Y, G, Gsum, lconst
-        self.model = (Y, G, Gsum, lconst)  # Dirichlet leaves (see _kernels)
+        self.Y, self.dm = Y, dirichlet_tables(self.rho, int(w.sum()))
+        self.model = K.DirichletModel(Y, *self.dm)  # Dirichlet leaves (see _kernels)
         self._start(n_counts=self.n_classes, n_stats=0)
 
     def _setup(self, X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe) -> np.ndarray:
@@ -181,6 +176,7 @@ class AndOrSearch:
             self.group_masks = pack_columns(self.row_group[:, None] == np.arange(group_sizes.size))
         else:
             self.group_masks = np.zeros((0, self.M1.shape[1]), dtype=np.uint64)
+        self.data = K.Data(self.M1, self.row_group, self.group_masks)
         prior = ChipmanPrior(self.alpha, self.beta)
         depths = np.arange(F + 2)
         self.log_ps = np.asarray(prior.log_p_split(depths), dtype=np.float64)
@@ -196,9 +192,9 @@ class AndOrSearch:
         E = K.subtree_prior_bounds(
             self.log_ps[:rows], self.log_pstop[:rows], self.gmax, min(n, 32 * (self.gmax + 1), 1024), logv
         )
-        self.ext = (E, logv)
         with np.errstate(divide="ignore"):
             self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
+        self.tables = K.Tables(self.log_ps, self.log_pstop, self.log_int, E, logv, self.gmax)
         W = self.M1.shape[1]
         self.words = np.zeros(W, dtype=np.uint64)
         self.scratch = np.zeros(W, dtype=np.uint64)
@@ -213,14 +209,9 @@ class AndOrSearch:
         F = self.n_features
         self._alloc(cap_or=max(1024, 4 * F + 4), cap_and=max(1024, 2 * F + 2))
         # The root: all samples at depth 0.
-        K.write_node_stats(self.model, self.root_words, self.or_counts, self.or_stats, 0)
-        K.new_or_node(
-            0, 0, self._root_unsplittable, self.n_samples, self.model, self.log_ps, self.log_pstop,
-            self.ext, self.ub_inf,
-            self.or_depth, self.or_counts, self.or_stats, self.or_lb, self.or_ub, self.or_leaf,
-            self.or_expanded, self.or_and_count, self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
-        )
-        h1, h2 = (np.uint64(h) for h in K.hash_words(self.root_words))
+        K.write_node_stats(self.model, self.root_words, self.graph, 0)
+        K.new_or_node(0, 0, self._root_unsplittable, self.n_samples, self.model, self.tables, self.graph, self.ub_inf)
+        h1, h2 = (np.uint64(h) for h in K.hash_words128(self.root_words))
         _, slot = K.ht_find(h1, h2, 0, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
         self.or_h1[0], self.or_h2[0], self.ht_val[slot] = h1, h2, 0
         self.counters[K.C_N_OR] = 1
@@ -239,6 +230,16 @@ class AndOrSearch:
         self.edge_next = np.zeros(2 * cap_and, dtype=np.int32)
         cap_ht = 1 << max(10, int(math.ceil(math.log2(4 * cap_or))))
         self.ht_val = np.full(cap_ht, -1, dtype=np.int32)
+        self._views()
+
+    def _views(self) -> None:
+        """Build the named tuples the kernels take (:class:`_kernels.Graph`, :class:`_kernels.Scratch`)
+        of the current arrays; again after every allocation, since growth replaces the arrays."""
+        self.graph = K.Graph(
+            K.Nodes(*(getattr(self, name) for name in K.Nodes._fields)),
+            K.Links(*(getattr(self, name) for name in K.Links._fields)),
+        )
+        self.bufs = K.Scratch(*(getattr(self, name) for name in K.Scratch._fields))
 
     @property
     def nbytes(self) -> int:
@@ -274,16 +275,6 @@ class AndOrSearch:
         per_or += self.or_counts.itemsize * self.or_counts.shape[1] + self.or_stats.itemsize * self.or_stats.shape[1]
         per_and = sum(np.dtype(dt).itemsize for _, dt in _AND_FIELDS) + 2 * self.edge_next.itemsize
         return cap_or * per_or + cap_and * per_and + cap_ht * self.ht_val.itemsize
-
-    def _graph(self) -> tuple:
-        """The search graph's arrays, in the order the kernels take them."""
-        return (
-            self.or_depth, self.or_counts, self.or_stats, self.or_lb, self.or_ub, self.or_leaf,
-            self.or_pen, self.or_expanded, self.or_and_start, self.or_and_count,
-            self.or_first_edge, self.or_stamp, self.or_best, self.or_flags,
-            self.and_feature, self.and_parent, self.and_child0, self.and_child1,
-            self.edge_next, self.ht_val, self.or_h1, self.or_h2, self.buf_a, self.buf_b,
-        )
 
     def _try_grow(self, memory_limit: int | None) -> bool:
         """Grow the arrays within ``memory_limit`` (bytes); False when even the smallest step
@@ -324,6 +315,7 @@ class AndOrSearch:
             val = np.full(cap_ht, -1, np.int32)
             K.rehash(self.ht_val, val, self.or_h1, self.or_depth)
             self.ht_val = val
+        self._views()
         self.peak_bytes = max(self.peak_bytes, self.nbytes)
 
     # -- running ---------------------------------------------------------------------------
@@ -342,9 +334,7 @@ class AndOrSearch:
     def _chunk(self, max_iter: int, start: int, words: np.ndarray) -> int:
         """One call of the search kernel: at most ``max_iter`` iterations from ``start``."""
         status = K.run_search(
-            self.M1, self.row_group, self.group_masks, words, self.model,
-            self.log_ps, self.log_pstop, self.log_int, self.ext, self.gmax,
-            *self._graph(), self.words, self.scratch, self.valid_f, self.n1_buf, self.counters,
+            self.data, self.model, self.tables, self.graph, self.bufs, words,
             max_iter, self.tie_rule, self.ub_inf, self.probe, start,
         )
         self.n_expansions_ = int(self.counters[K.C_N_EXP])
@@ -551,11 +541,7 @@ class AndOrSearch:
             if not self.or_expanded[o]:
                 if not self._has_room() and not self._try_grow(memory_limit):
                     break
-                K.expand_node(
-                    o, words, self.M1, self.row_group, self.group_masks, self.model,
-                    self.log_ps, self.log_pstop, self.log_int, self.ext,
-                    *self._graph(), self.scratch, self.valid_f, self.n1_buf, self.counters, self.ub_inf,
-                )
+                K.expand_node(o, words, self.data, self.model, self.tables, self.graph, self.bufs, self.ub_inf)
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
             found = self._and_for_split(o, words, f)
             if found is None:  # not a valid split here: the candidate is degenerate below
@@ -627,7 +613,7 @@ class AndOrSearch:
         while stack:
             o, words, depth, parent, is_right = stack.pop()
             if o < 0:
-                K.write_node_stats(self.model, words, self.or_counts, self.or_stats, tmp)
+                K.write_node_stats(self.model, words, self.graph, tmp)
             counts, value = self._node_data(tmp if o < 0 else o, value_fn)
             node = b.add_node(counts, value, depth)
             if parent >= 0:
@@ -650,7 +636,7 @@ class AndOrSearch:
                 f = -2 - int(self.or_best[o])
                 pending[node] = [None, None, f]
                 for side, child_words in ((1, words & self.M1[f]), (0, words & ~self.M1[f])):
-                    h1, h2 = (np.uint64(h) for h in K.hash_words(child_words))
+                    h1, h2 = (np.uint64(h) for h in K.hash_words128(child_words))
                     child, _ = K.ht_find(h1, h2, depth + 1, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
                     stack.append((int(child), child_words, depth + 1, node, side == 1))
         return b.build()
@@ -738,9 +724,10 @@ class RegressionSearch(AndOrSearch):
         wf = w.astype(np.float64)
         self.R = np.ascontiguousarray(np.column_stack([wf, wf * yc, wf * yc * yc, wf * q]))
         B, L0 = nig_bound_tables(y, w, self.prior)
-        self.rtab = np.ascontiguousarray(np.stack([B, L0]))
-        rpar = np.array([self.prior.shape, self.prior.scale, self.prior.kappa], dtype=np.float64)
-        self.model = (self.R, self.rtab, rpar)  # normal-inverse-gamma leaves (see _kernels)
+        # normal-inverse-gamma leaves (see _kernels)
+        self.model = K.NIGModel(
+            self.R, B, L0, float(self.prior.shape), float(self.prior.scale), float(self.prior.kappa)
+        )
         self._start(n_counts=0, n_stats=4)
 
     def _builder(self, classes, feature_names) -> TreeBuilder:

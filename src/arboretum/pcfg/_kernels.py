@@ -5,7 +5,7 @@ Everything here takes plain NumPy arrays and numbers (spec-001 notation).
 Node store
     A node (bounding box, nonterminal of PCFG*) is the *set of training
     points* it holds, a packed bitset row of ``W = ceil(n / 64)`` words
-    (:mod:`arboretum._bitset` layout).  Nodes live in an open-addressing hash
+    (:mod:`arboretum._numba` layout).  Nodes live in an open-addressing hash
     table keyed by the full bitset (compared word by word, so there are no
     false merges).  :func:`discover` expands nodes breadth-first; it stops with
     ``STATUS_GROW`` when the caller must enlarge the arrays and with
@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._bitset import popcount64
+from .._numba import hash_words, mix64, popcount64, uniform
 
 STATUS_DONE = 0
 STATUS_GROW = 1
@@ -47,36 +47,8 @@ STATUS_LIMIT = 2
 # indices into ``counters``
 C_NODES, C_EDGES, C_HEAD = 0, 1, 2
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
-_S11 = np.uint64(11)
-_INV53 = 1.0 / 9007199254740992.0
-
-
-@njit(cache=True, inline="always")
-def _mix(x):
-    """splitmix64 finaliser (bijective, non-linear)."""
-    x = (x ^ (x >> _S30)) * _M1
-    x = (x ^ (x >> _S27)) * _M2
-    return x ^ (x >> _S31)
-
-
-@njit(cache=True, inline="always")
-def _hash_bits(bits):
-    h = np.uint64(0x2545F4914F6CDD1D)
-    for w in range(bits.shape[0]):
-        h = _mix(h ^ (bits[w] + _GOLDEN * np.uint64(w + 1)))
-    return h
-
-
-@njit(cache=True, inline="always")
-def next_uniform(state):
-    """Next double in [0, 1) of a splitmix64 stream whose state is ``state[0]``."""
-    state[0] += _GOLDEN
-    z = _mix(state[0])
-    return np.float64(z >> _S11) * _INV53
+#: Seed of the node table's hash (:func:`arboretum._numba.hash_words`).
+_HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
 
 
 # ---------------------------------------------------------------------------
@@ -87,7 +59,7 @@ def next_uniform(state):
 @njit(cache=True)
 def find_or_insert(bits, node_bits, node_size, node_counts, node_hash, ht, class_bits, n_nodes):
     """Return ``(id, n_nodes)``: the id of the node with point set ``bits``, inserted if new."""
-    h = _hash_bits(bits)
+    h = hash_words(bits, _HASH_SEED)
     mask = ht.shape[0] - 1
     i = np.int64(h & np.uint64(mask))
     W = bits.shape[0]
@@ -215,7 +187,7 @@ def discover(le_bits, code_off, class_bits, dedupe, chipman_weights,
                 if dedupe:
                     lo_id = a if a < b else b
                     key = lo_id * np.int64(node_bits.shape[0]) + (a + b - lo_id)
-                    i = np.int64(_mix(np.uint64(key)) & np.uint64(dd_mask))
+                    i = np.int64(mix64(np.uint64(key)) & np.uint64(dd_mask))
                     dup = False
                     while dd_stamp[i] == head:
                         if dd_key[i] == key:
@@ -467,7 +439,7 @@ def _choose(v, d, edge_start, stop_p, edge_p, state):
     total = stop_p[v, d]
     for e in range(e0, e1):
         total += edge_p[e, d]
-    u = next_uniform(state) * total
+    u = uniform(state) * total
     acc = stop_p[v, d]
     if u < acc:
         return -1

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .._numba import rng_state
 from ..bayes import ChipmanPrior, log_dirichlet_multinomial
 from . import _kernels as K
 from .store import GrammarLimitReached, NodeStore
@@ -479,10 +480,11 @@ class BoxGrammar:
                             as_array(edge), as_array(left), as_array(right))
 
     def sample(self, n_trees: int, seed: int) -> SampledTrees:
-        """Draw ``n_trees`` exact, independent posterior trees (splitmix64 stream ``seed``)."""
+        """Draw ``n_trees`` exact, independent posterior trees (the xoshiro256** stream of ``seed``,
+        :func:`arboretum._numba.rng_state`)."""
         s = self.store
         stop_p, edge_p = self.probabilities()
-        state = np.array([seed], dtype=np.uint64)
+        state = rng_state(seed)
         return SampledTrees(*K.sample_trees(n_trees, state, s.edge_start, s.edge_a, s.edge_b, stop_p, edge_p,
                                             self.level_step))
 
@@ -511,7 +513,7 @@ class BoxGrammar:
         """Mean leaf predictive over ``n_paths`` independent query paths (Algorithm 1) per query."""
         s = self.store
         stop_p, edge_p = self.probabilities()
-        state = np.array([seed], dtype=np.uint64)
+        state = rng_state(seed)
         return K.sample_paths(np.ascontiguousarray(qcodes, dtype=np.int32), n_paths, state, s.edge_start,
                               s.edge_a, s.edge_b, s.edge_f, s.edge_m, stop_p, edge_p, self.level_step,
                               s.counts, s.size, self.alpha)

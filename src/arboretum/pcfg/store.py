@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._bitset import n_words, pack_columns, unpack
+from .._numba import n_words, pack_columns, unpack
 from . import _kernels as K
 
 __all__ = ["GrammarLimitReached", "GrammarTooLargeError", "NodeStore", "Preflight", "build_node_store", "preflight"]

@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import gammaln
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._bitset import pack_columns
+from .._numba import dirichlet_tables, pack_columns
 from ..base import TreeEstimator, constraints, deprecated_attribute
 from ..bayes import ChipmanPrior, log_posterior, validate_rho
 from ..data import Options, check_classification_targets_encoded
@@ -151,11 +150,12 @@ class Problem:
 
     Attributes
     ----------
-    lg_class, lg_total, log_split, log_stop : ndarray
-        The tables described in :mod:`arboretum.samplers._kernels`.
-    data : tuple
-        ``(X, y, X_bits, y_bits, lg_class, lg_total, log_split, log_stop)``, the
-        argument the kernels take.
+    dm : arboretum._numba.DirichletTables
+        The leaf likelihood tables (relative to the empty leaf).
+    log_split, log_stop : ndarray
+        The prior tables described in :mod:`arboretum.samplers._kernels`.
+    data : arboretum.samplers._kernels.Data
+        The named tuple of the data and tables that the kernels take.
     capacity : int
         Maximum number of nodes of a tree with non-degenerate splits:
         ``min(2 n - 1, 2 ** (F + 1) - 1)`` (every leaf holds a sample and a
@@ -184,15 +184,11 @@ class Problem:
         depths = np.arange(self.n_features + 2)
         self.log_split = np.asarray(prior.log_p_split(depths), dtype=np.float64)
         self.log_stop = np.asarray(prior.log_p_stop(depths), dtype=np.float64)
-        c = np.arange(self.n_samples + 1, dtype=np.float64)
-        self.lg_class = np.ascontiguousarray(gammaln(c[None, :] + self.rho[:, None]) - gammaln(self.rho)[:, None])
-        rho_sum = float(self.rho.sum())
-        self.lg_total = gammaln(c + rho_sum) - gammaln(rho_sum)
+        self.dm = dirichlet_tables(self.rho, self.n_samples, relative=True)
         one_hot = self.y[:, None] == np.arange(self.n_classes)[None, :]
-        #: The tuple of arrays the kernels take (see :mod:`arboretum.samplers._kernels`).
-        self.data = (
-            self.X, self.y, pack_columns(self.X), pack_columns(one_hot),
-            self.lg_class, self.lg_total, self.log_split, self.log_stop,
+        #: The named tuple the kernels take (see :mod:`arboretum.samplers._kernels`).
+        self.data = _kernels.Data(
+            self.X, self.y, pack_columns(self.X), pack_columns(one_hot), *self.dm, self.log_split, self.log_stop,
         )
         by_samples = 2 * self.n_samples - 1
         self.capacity = by_samples if self.n_features >= 40 else min(by_samples, 2 ** (self.n_features + 1) - 1)

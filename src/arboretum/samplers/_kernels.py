@@ -2,14 +2,14 @@
 
 Everything here takes plain NumPy arrays and integers.
 
-Data tuple
-----------
-Kernels receive the data set as one tuple ``data = (X, y, X_bits, y_bits,
-lg_class, lg_total, log_split, log_stop)`` built once per data set by
-:class:`arboretum.samplers._base.Problem`: ``X`` (n, F) uint8, ``y`` (n,)
-int64 class indices, ``X_bits`` (F, W) and ``y_bits`` (K, W) the columns of
-``X`` and the class indicators packed as bitsets over the samples
-(:mod:`arboretum._bitset`), and the posterior tables below.
+Data
+----
+Kernels receive the data set as one named tuple, :class:`Data`, built once per
+data set by :class:`arboretum.samplers._base.Problem`: ``X`` (n, F) uint8,
+``y`` (n,) int64 class indices, ``X_bits`` (F, W) and ``y_bits`` (K, W) the
+columns of ``X`` and the class indicators packed as bitsets over the samples
+(:mod:`arboretum._numba`), and the posterior tables below, read by field name
+(``data.log_split``).
 
 Node statistics (class counts and the number of ones of every feature over a
 set of samples) are computed by scanning the rows of ``X`` for small sets and by
@@ -19,17 +19,18 @@ popcounts of the set's bitset against ``X_bits`` and ``y_bits`` for large ones
 Posterior tables
 ----------------
 The BCART log posterior of a tree (see :func:`arboretum.bayes.log_posterior`)
-is a sum of one term per node, and every term is read from four tables:
+is a sum of one term per node, and every term is read from tables:
 
-``lg_class[k, c]``
-    ``lgamma(c + rho_k) - lgamma(rho_k)`` for ``c = 0 .. n``;
-``lg_total[m]``
-    ``lgamma(m + sum(rho)) - lgamma(sum(rho))``;
+``G``, ``Gsum``, ``lconst``
+    the Dirichlet-multinomial tables of :func:`arboretum._numba.dirichlet_tables`
+    for leaves of ``0 .. n`` samples, relative to the empty leaf
+    (``G[k, c] = lgamma(c + rho_k) - lgamma(rho_k)``,
+    ``Gsum[m] = lgamma(m + sum(rho)) - lgamma(sum(rho))``, ``lconst = 0``);
 ``log_split[d]``, ``log_stop[d]``
     ``log p_split(d)`` and ``log(1 - p_split(d))`` for ``d = 0 .. n_features + 1``.
 
 A leaf with class counts ``c`` has log likelihood
-``sum_k lg_class[k, c_k] - lg_total[sum(c)]`` (the Dirichlet-multinomial
+:func:`arboretum._numba.dm_log_lik` ``(c, G, Gsum, lconst)`` (the Dirichlet-multinomial
 marginal).  With ``V`` the number of valid splits of a node at depth ``d``
 (features taking both values on its samples), the node's term is
 
@@ -57,19 +58,40 @@ indices; children split their parent's segment (left part: ``x_f == 0``).
 Random numbers
 --------------
 The MCMC chain runs in chunks between which Python checks the time limit, so
-it carries its own generator state: xoshiro256** (Blackman & Vigna) in a
-``uint64[4]`` array.  Results therefore do not depend on how the run is cut
-into chunks.
+it carries its own generator state: the xoshiro256** generator of
+:mod:`arboretum._numba` in a ``uint64[4]`` array.  Results therefore do not
+depend on how the run is cut into chunks.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from .._bitset import popcount64
+from .._numba import dm_log_lik, popcount64, randint, uniform
+
+
+
+class Data(NamedTuple):
+    """One data set and its posterior tables, as the kernels take it (see the module docstring).
+
+    ``G, Gsum, lconst`` are the fields of :class:`arboretum._numba.DirichletTables` held flat:
+    numba counts references per array, and reading a nested tuple costs its arrays' counts again.
+    """
+
+    X: np.ndarray  #: (n, F) uint8 features
+    y: np.ndarray  #: (n,) int64 class indices
+    X_bits: np.ndarray  #: (F, W) uint64: the columns of X as bitsets over the samples
+    y_bits: np.ndarray  #: (K, W) uint64: the class indicators as bitsets
+    G: np.ndarray  #: lgamma(c + rho_k) - lgamma(rho_k)
+    Gsum: np.ndarray  #: lgamma(m + sum(rho)) - lgamma(sum(rho))
+    lconst: float  #: 0 (the tables are relative to the empty leaf)
+    log_split: np.ndarray  #: log p_split(d), d = 0 .. F + 1
+    log_stop: np.ndarray  #: log(1 - p_split(d))
+
 
 # ---------------------------------------------------------------------------
 # Node table layout
@@ -103,66 +125,8 @@ O_SIZE = 3
 _NEG_INF = -np.inf
 
 # ---------------------------------------------------------------------------
-# Random numbers: xoshiro256**
-# ---------------------------------------------------------------------------
-
-_U5 = np.uint64(5)
-_U7 = np.uint64(7)
-_U9 = np.uint64(9)
-_U11 = np.uint64(11)
-_U17 = np.uint64(17)
-_U45 = np.uint64(45)
-_U64 = np.uint64(64)
-_INV_2_53 = 1.0 / 9007199254740992.0
-
-
-@njit(cache=True, inline="always")
-def _rotl(x, k):
-    return (x << k) | (x >> (_U64 - k))
-
-
-@njit(cache=True)
-def next_u64(s):
-    """Next 64-bit output of the xoshiro256** generator with state ``s`` (uint64[4])."""
-    result = _rotl(s[1] * _U5, _U7) * _U9
-    t = s[1] << _U17
-    s[2] ^= s[0]
-    s[3] ^= s[1]
-    s[1] ^= s[2]
-    s[0] ^= s[3]
-    s[2] ^= t
-    s[3] = _rotl(s[3], _U45)
-    return result
-
-
-@njit(cache=True)
-def uniform(s):
-    """A float uniform on ``[0, 1)`` with 53 random bits."""
-    return float(next_u64(s) >> _U11) * _INV_2_53
-
-
-@njit(cache=True)
-def randint(s, n):
-    """An integer uniform on ``0 .. n-1`` (``n >= 1``)."""
-    j = int(uniform(s) * n)
-    return j if j < n else n - 1
-
-
-# ---------------------------------------------------------------------------
 # Node statistics
 # ---------------------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def leaf_log_lik(counts, lg_class, lg_total):
-    """Dirichlet-multinomial log marginal likelihood of class counts ``counts``."""
-    s = 0.0
-    n = 0
-    for k in range(counts.shape[0]):
-        c = counts[k]
-        s += lg_class[k, c]
-        n += c
-    return s - lg_total[n]
 
 
 @njit(cache=True, inline="always")
@@ -211,7 +175,10 @@ def segment_stats(data, perm, a, b, counts, ones, seg):
     ``(n_valid, loglik)``: the number of valid splits and the leaf log
     likelihood of the segment.
     """
-    X, y, X_bits, y_bits, lg_class, lg_total = data[0], data[1], data[2], data[3], data[4], data[5]
+    X = data.X
+    y = data.y
+    X_bits = data.X_bits
+    y_bits = data.y_bits
     n_features = X.shape[1]
     m = b - a
     if m * n_features <= _BITSET_FACTOR * (m + n_features * X_bits.shape[1]):
@@ -241,7 +208,7 @@ def segment_stats(data, perm, a, b, counts, ones, seg):
     for f in range(n_features):
         if 0 < ones[f] < m:
             n_valid += 1
-    return n_valid, leaf_log_lik(counts, lg_class, lg_total)
+    return n_valid, dm_log_lik(counts, data.G, data.Gsum, data.lconst)
 
 
 @njit(cache=True)
@@ -280,9 +247,15 @@ def subset_stats(data, idx, with_split):
     loglik : float
         Leaf log likelihood of the subset.
     """
-    X, y, X_bits, y_bits, lg_class, lg_total = data[0], data[1], data[2], data[3], data[4], data[5]
+    X = data.X
+    y = data.y
+    X_bits = data.X_bits
+    y_bits = data.y_bits
+    G = data.G
+    Gsum = data.Gsum
+    lconst = data.lconst
     n_features = X.shape[1]
-    n_classes = lg_class.shape[0]
+    n_classes = y_bits.shape[0]
     n_words = X_bits.shape[1]
     m = idx.shape[0]
     n_rows = n_classes if with_split else 1  # ones[k, f]: by class, or all classes in row 0
@@ -335,9 +308,9 @@ def subset_stats(data, idx, with_split):
                 for k in range(n_classes):
                     c1[k] = ones[k, f]
                     c0[k] = counts[k] - c1[k]
-                split_loglik[j] = leaf_log_lik(c0, lg_class, lg_total) + leaf_log_lik(c1, lg_class, lg_total)
+                split_loglik[j] = dm_log_lik(c0, G, Gsum, lconst) + dm_log_lik(c1, G, Gsum, lconst)
             j += 1
-    return counts, valid, split_loglik, leaf_log_lik(counts, lg_class, lg_total)
+    return counts, valid, split_loglik, dm_log_lik(counts, G, Gsum, lconst)
 
 
 @njit(cache=True)
@@ -359,6 +332,20 @@ def split_indices(X, idx, f):
             left[a] = s
             a += 1
     return left, right
+
+
+@njit(cache=True)
+def split_stats(data, idx, f, with_split):
+    """:func:`split_indices` of ``idx`` on feature ``f`` and the :func:`subset_stats` of both sides.
+
+    Returns ``(left, right, *subset_stats(left), *subset_stats(right))``.  One
+    call instead of three: the SMC node pool makes one per new split, and a
+    call from Python costs more than the work on a small subset.
+    """
+    left, right = split_indices(data.X, idx, f)
+    c0, v0, s0, l0 = subset_stats(data, left, with_split)
+    c1, v1, s1, l1 = subset_stats(data, right, with_split)
+    return left, right, c0, v0, s0, l0, c1, v1, s1, l1
 
 
 # ---------------------------------------------------------------------------
@@ -416,7 +403,9 @@ def route_subtree(data, node, loglik, perm, v, top_known, counts, ones, seg, sta
     an internal node's feature does not split its samples non-trivially (the
     tree has prior probability 0); the table is then partly updated.
     """
-    X, log_split, log_stop = data[0], data[6], data[7]
+    X = data.X
+    log_split = data.log_split
+    log_stop = data.log_stop
     total = 0.0
     stack[0] = v
     top = 1
@@ -492,7 +481,8 @@ def write_encoding(node, out, pos, stack):
 @njit(cache=True)
 def encoding_log_posterior(enc, data):
     """Log posterior of the tree of a pre-order encoding (``nan`` if malformed, ``-inf`` if degenerate)."""
-    X, X_bits, lg_class = data[0], data[2], data[4]
+    X = data.X
+    X_bits = data.X_bits
     n = X.shape[0]
     node = np.empty((enc.shape[0], N_COLS), dtype=np.int64)
     if decode(enc, node) < 0:
@@ -501,7 +491,7 @@ def encoding_log_posterior(enc, data):
     perm = np.arange(n)
     node[0, START] = 0
     node[0, END] = n
-    counts = np.empty(lg_class.shape[0], dtype=np.int64)
+    counts = np.empty(data.y_bits.shape[0], dtype=np.int64)
     ones = np.empty(X.shape[1], dtype=np.int64)
     seg = np.zeros(X_bits.shape[1], dtype=np.uint64)
     stack = np.empty(enc.shape[0] + 2, dtype=np.int64)
@@ -555,7 +545,8 @@ def chain_load(enc, data, node, loglik, perm, free, meta, fmeta, best_enc):
     degenerate on the data.  Resets the free list, the best tree and the
     encoding bookkeeping.
     """
-    X, X_bits, lg_class = data[0], data[2], data[4]
+    X = data.X
+    X_bits = data.X_bits
     n = X.shape[0]
     capacity = node.shape[0]
     n_nodes = decode(enc, node)
@@ -565,7 +556,7 @@ def chain_load(enc, data, node, loglik, perm, free, meta, fmeta, best_enc):
         perm[i] = i
     node[0, START] = 0
     node[0, END] = n
-    counts = np.empty(lg_class.shape[0], dtype=np.int64)
+    counts = np.empty(data.y_bits.shape[0], dtype=np.int64)
     ones = np.empty(X.shape[1], dtype=np.int64)
     seg = np.zeros(X_bits.shape[1], dtype=np.uint64)
     stack = np.empty(capacity + 2, dtype=np.int64)
@@ -723,9 +714,12 @@ def mcmc_chain(data, move_cum, log_move, node, loglik, perm, free, meta, fmeta, 
     record or encoding buffers are full.  ``out`` receives the chunk's counts
     (``O_N_REC``, ``O_N_ENC``, ``O_ENC_USED``).
     """
-    X, X_bits, lg_class, log_split, log_stop = data[0], data[2], data[4], data[6], data[7]
+    X = data.X
+    X_bits = data.X_bits
+    log_split = data.log_split
+    log_stop = data.log_stop
     capacity = node.shape[0]
-    counts = np.empty(lg_class.shape[0], dtype=np.int64)
+    counts = np.empty(data.y_bits.shape[0], dtype=np.int64)
     ones = np.empty(X.shape[1], dtype=np.int64)
     seg = np.zeros(X_bits.shape[1], dtype=np.uint64)
     stack = np.empty(capacity + 2, dtype=np.int64)

@@ -80,10 +80,12 @@ class NodePool:
     def __len__(self) -> int:
         return len(self.depth)
 
-    def _add(self, samples: NDArray[np.int32], depth: int) -> int:
-        counts, valid, split_loglik, loglik = _kernels.subset_stats(
-            self.problem.data, samples, self.with_split_loglik
-        )
+    def _add(self, samples: NDArray[np.int32], depth: int, stats: tuple | None = None) -> int:
+        """Add the pool node of ``samples`` at ``depth``; ``stats`` is its :func:`_kernels.subset_stats`
+        when the caller has it already."""
+        if stats is None:
+            stats = _kernels.subset_stats(self.problem.data, samples, self.with_split_loglik)
+        counts, valid, split_loglik, loglik = stats
         nv = int(valid.shape[0])
         loglik = float(loglik)
         self.depth.append(depth)
@@ -114,10 +116,10 @@ class NodePool:
         key = (p, f)
         entry = self._children.get(key)
         if entry is None:
-            samples_left, samples_right = _kernels.split_indices(self.problem.X, self._samples[p], f)
+            out = _kernels.split_stats(self.problem.data, self._samples[p], f, self.with_split_loglik)
             d = self.depth[p] + 1
-            left = self._add(samples_left, d)
-            right = self._add(samples_right, d)
+            left = self._add(out[0], d, out[2:6])
+            right = self._add(out[1], d, out[6:10])
             entry = (left, right, self.loglik[left] + self.loglik[right] - self.loglik[p])
             self._children[key] = entry
         return entry
