@@ -23,9 +23,10 @@ from typing import Callable
 import numpy as np
 
 from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
-from ..bayes import ChipmanPrior, NIGPrior, group_spread_terms, nig_bound_tables
+from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
+from .bounds import group_spread_terms, nig_bound_tables
 
 __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
 
@@ -683,7 +684,7 @@ class RegressionSearch(AndOrSearch):
     cost is ``-log p_leaf - log p(y_L)`` with the closed-form marginal of
     :meth:`arboretum.bayes.NIGPrior.log_marginal`, and its lower bound at
     creation is ``min(leaf cost, -log p_split(d) + max(B[n], L0[n] + q))`` with
-    the tables and the proof of :func:`arboretum.bayes.nig_bound_tables`.
+    the tables and the proof of :func:`arboretum.maptree.bounds.nig_bound_tables`.
 
     Parameters
     ----------
