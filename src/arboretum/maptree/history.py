@@ -82,7 +82,8 @@ class SearchHistory:
         last = rows[-1]
         if last[2] == log_posterior and last[3] == bound:
             return
-        rows.append((time.perf_counter() - self._origin, int(n_expansions), float(log_posterior), float(bound)))
+        now = time.perf_counter() - self._origin
+        rows.append((now, int(n_expansions), float(log_posterior), float(bound)))
         if len(rows) > self.max_rows:
             self._thin()
 
