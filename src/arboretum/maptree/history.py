@@ -11,6 +11,7 @@ as the last row.  The rows are what :func:`arboretum.plot.plot_anytime` draws.
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -38,51 +39,66 @@ class SearchHistory:
     The clock starts at :meth:`start` (the first seeded tree or the first
     chunk of search).  Memory is bounded: when more than ``max_rows`` rows
     have been kept, they are thinned to at most half of that.  Thinning keeps
-    the first and the last row and every row where the best tree improved; of
-    the rows where only the bound moved, it keeps those at least a factor
-    ``1 + ratio`` later than the row kept before them, so they stay evenly
-    spread on a logarithmic time axis, and ``ratio`` doubles until the rows
-    fit.  Only if the improvements alone are too many is the same rule applied
-    to them.  A thinned history is a subsequence of the full one: every row
-    still holds the exact values at its time.
+    the first row and every row where the best tree improved; of the rows
+    where only the bound moved, it keeps those at least a factor ``1 +
+    ratio`` later than the row kept before them, so they stay evenly spread
+    on a logarithmic time axis, ``ratio`` doubling until the rows fit.  Only
+    if the improvements alone are too many is the same rule applied to them.
+    Later changes are recorded by the same rule and ratio, until the next
+    thinning.  A thinned history is a subsequence of the full one: every row
+    holds the exact values at its time.
 
     Parameters
     ----------
     max_rows : int, default=MAX_HISTORY_ROWS
         Most rows kept (at least 4).
+    clock : callable, default=time.perf_counter
+        Seconds, for the ``time`` field.
     """
 
-    def __init__(self, max_rows: int = MAX_HISTORY_ROWS) -> None:
+    def __init__(self, max_rows: int = MAX_HISTORY_ROWS, clock: Callable[[], float] = time.perf_counter) -> None:
         if max_rows < 4:
             raise ValueError(f"max_rows must be at least 4; got {max_rows}")
         self.max_rows = int(max_rows)
+        self._clock = clock
         self._origin: float | None = None
         self._rows: list[_Row] = []
         self._ratio = 0.0  # time ratio of the last thinning (0: never thinned)
+        self._keep_improvements = True  # False once the improvements alone were too many
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def elapsed(self) -> float:
         """Seconds since :meth:`start` (0 before it)."""
-        return 0.0 if self._origin is None else time.perf_counter() - self._origin
+        return 0.0 if self._origin is None else self._clock() - self._origin
 
     def start(self, n_expansions: int, log_posterior: float, bound: float) -> None:
         """Start the clock and record the first row, unless already started."""
         if self._origin is None:
-            self._origin = time.perf_counter()
+            self._origin = self._clock()
             self._rows.append((0.0, int(n_expansions), float(log_posterior), float(bound)))
 
     def observe(self, n_expansions: int, log_posterior: float, bound: float) -> None:
-        """Record a row if the best tree or the bound changed since the last row."""
+        """Record a row if the best tree or the bound changed since the last row.
+
+        Once the rows have been thinned, a change is recorded only if the
+        thinning would keep it: an improvement of the best tree (while they
+        are all kept), or a row at least ``1 + ratio`` times later than the
+        last.
+        """
         rows = self._rows
         if self._origin is None:
             self.start(n_expansions, log_posterior, bound)
             return
         last = rows[-1]
-        if last[2] == log_posterior and last[3] == bound:
+        improved = last[2] != log_posterior
+        if not improved and last[3] == bound:
             return
-        now = time.perf_counter() - self._origin
+        now = self._clock() - self._origin
+        thinned = self._ratio > 0.0
+        if thinned and not (improved and self._keep_improvements) and now < last[0] * (1.0 + self._ratio):
+            return
         rows.append((now, int(n_expansions), float(log_posterior), float(bound)))
         if len(rows) > self.max_rows:
             self._thin()
@@ -95,26 +111,26 @@ class SearchHistory:
 
     def _thin(self) -> None:
         """Thin the rows to at most ``max_rows // 2`` (see the class docstring)."""
-        goal = self.max_rows // 2
+        rows, goal = self._rows, self.max_rows // 2
+        n_improvements = sum(rows[i][2] != rows[i - 1][2] for i in range(1, len(rows)))
+        keep_improvements = self._keep_improvements and n_improvements + 2 <= goal
         ratio = max(self._ratio, 1.0 / 256)
-        keep_improvements = True
-        while True:
-            rows = _subsample(self._rows, ratio, keep_improvements)
-            if len(rows) <= goal:
+        while ratio < 1e12:
+            out = _subsample(rows, ratio, keep_improvements)
+            if len(out) <= goal:
                 break
-            if ratio > 1e6:  # even coarse sampling leaves too many improvements: sample those too
-                keep_improvements = False
             ratio *= 2.0
-        self._rows, self._ratio = rows, ratio
+        else:  # times that do not grow (a clock that stands still): every k-th row
+            out = [rows[int(i)] for i in np.unique(np.linspace(0, len(rows) - 1, goal).round())]
+        self._rows, self._ratio, self._keep_improvements = out, ratio, keep_improvements
 
 
 def _subsample(rows: list[_Row], ratio: float, keep_improvements: bool) -> list[_Row]:
-    """The first and last rows, every improvement of the best tree (``keep_improvements``), and the
-    rows at least ``1 + ratio`` times later than the last row kept before them."""
+    """The first row, every improvement of the best tree (``keep_improvements``), and the rows at
+    least ``1 + ratio`` times later than the last row kept before them."""
     out = [rows[0]]
-    for i in range(1, len(rows) - 1):
+    for i in range(1, len(rows)):
         row = rows[i]
         if (keep_improvements and row[2] != rows[i - 1][2]) or row[0] >= out[-1][0] * (1.0 + ratio):
             out.append(row)
-    out.append(rows[-1])
     return out

@@ -41,7 +41,7 @@ FOCUS_BUDGET = 64
 FOCUS_SHARE = 0.5
 #: A chunk of kernel iterations (see AndOrSearch.run) is sized to take about this share of the time
 #: searched so far, between CHUNK_SECONDS_MIN and CHUNK_SECONDS_MAX: the history, recorded between
-#: chunks, then has evenly many rows per decade of time (about 100), at under 0.5% of overhead.
+#: chunks, then has evenly many rows per decade of time (100-200), at under 0.5% of overhead.
 CHUNK_SHARE = 0.02
 CHUNK_SECONDS_MIN = 0.001
 CHUNK_SECONDS_MAX = 0.2
