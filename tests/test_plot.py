@@ -305,7 +305,22 @@ def test_plot_anytime_uncertified_and_from_an_estimator():
     assert len(star) == 1 and star[0].get_xdata()[0] == history["n_expansions"][-1]
 
 
-def test_plot_anytime_errors(maptree_iris):
+def test_plot_anytime_of_a_fitted_maptree(maptree_iris, tmp_path):
+    history = maptree_iris.history_
+    assert maptree_iris.optimal_ and history.size >= 3
+    for x in ("time", "n_expansions"):
+        ax = plot_anytime(maptree_iris, x=x)
+        _save(ax, tmp_path, f"anytime_fit_{x}")
+        lines = {line.get_gid(): line for line in ax.get_lines()}
+        np.testing.assert_array_equal(lines["best tree"].get_xdata(), history[x])
+        np.testing.assert_array_equal(lines["best tree"].get_ydata(), history["log_posterior"])
+        np.testing.assert_array_equal(lines["upper bound"].get_ydata(), history["log_posterior_bound"])
+        star = lines["certified"]  # where the gap closed: the fitted tree, certified
+        assert star.get_ydata()[0] == pytest.approx(maptree_iris.log_posterior_, abs=1e-9)
+        plt.close(ax.figure)
+
+
+def test_plot_anytime_errors(pcfg_iris):
     with pytest.raises(ValueError, match="lacks the fields .*log_posterior_bound"):
         plot_anytime(np.zeros(3, dtype=HISTORY_DTYPE[:3]))
     with pytest.raises(ValueError, match="structured array"):
@@ -316,9 +331,8 @@ def test_plot_anytime_errors(maptree_iris):
         plot_anytime(_history(True), x="nodes")
     with pytest.raises(NotFittedError):
         plot_anytime(MAPTreeClassifier())
-    if not hasattr(maptree_iris, "history_"):
-        with pytest.raises(TypeError, match="history_"):
-            plot_anytime(maptree_iris)
+    with pytest.raises(TypeError, match="history_"):  # a fitted model without a search history
+        plot_anytime(pcfg_iris)
     assert set(HISTORY_FIELDS) == {name for name, _ in HISTORY_DTYPE}
 
 

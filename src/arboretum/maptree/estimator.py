@@ -147,9 +147,11 @@ class _MAPTreeBase(TreeEstimator):
         self.n_or_nodes_ = result.n_or_nodes
         self.n_and_nodes_ = result.n_and_nodes
         self.peak_memory_ = result.peak_bytes
-        history = getattr(result, "history", None)
-        if history is not None:
-            self.history_ = history
+        # The search's last row holds the root's bounds; the tree's own log posterior is the same
+        # up to rounding (or better, see AndOrSearch.solution), and is what log_posterior_ reports.
+        self.history_ = result.history.copy()
+        self.history_[-1]["log_posterior"] = self.log_posterior_
+        self.history_[-1]["log_posterior_bound"] = self.log_posterior_bound_
         if self.verbose:
             self._progress(search)
         self.fit_time_ = self._clock() - t_start
@@ -286,10 +288,21 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
     stop_reason_ : str
         "completed" (certified), or the limit that stopped the search:
         "max_expansions", "time_limit" or "memory_limit".
-    history_ : ndarray (structured)
-        The anytime curve: rows with fields ``time`` (seconds into the
-        search), ``n_expansions``, ``log_posterior`` (best tree so far) and
-        ``log_posterior_bound``; :func:`arboretum.plot.plot_anytime` draws it.
+    history_ : ndarray of shape (n_rows,), structured
+        The anytime record of the search, one row per point where the best
+        tree or the bound changed (checked between chunks of search, 100-200
+        per decade of time, and after each seeded tree), the start first and
+        the end last.  Fields: ``time`` (float64, seconds since the
+        search started), ``n_expansions`` (int64), ``log_posterior``
+        (float64, the best tree found by then: ``initial_trees`` count from
+        when they are seeded, a list right at the start, "cart" after the
+        first 32 expansions) and ``log_posterior_bound`` (float64, no tree
+        exceeds it).  ``time``, ``n_expansions`` and ``log_posterior`` never
+        decrease, ``log_posterior_bound`` never increases, and the last row
+        holds ``log_posterior_`` and ``log_posterior_bound_`` (equal when
+        ``optimal_``).  At most 4097 rows (longer searches are thinned, see
+        :class:`arboretum.maptree.history.SearchHistory`).
+        :func:`arboretum.plot.plot_anytime` draws it.
     n_expansions_, n_probes_, n_or_nodes_, n_and_nodes_ : int
         Search effort (expansions, and bound probes of nodes not expanded
         yet) and size of the explored graph.
@@ -508,8 +521,11 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         ``log_posterior_bound_ - log_posterior_`` (0 when certified).
     stop_reason_ : str
         "completed" (certified), "max_expansions", "time_limit" or "memory_limit".
-    history_ : ndarray (structured)
-        The anytime curve, as in :class:`MAPTreeClassifier`.
+    history_ : ndarray of shape (n_rows,), structured
+        The anytime record of the search: fields ``time``, ``n_expansions``,
+        ``log_posterior`` and ``log_posterior_bound``, as in
+        :class:`MAPTreeClassifier`; the last row holds ``log_posterior_``
+        and ``log_posterior_bound_``.
     n_expansions_, n_probes_, n_or_nodes_, n_and_nodes_ : int
         As in :class:`MAPTreeClassifier`.
     fit_time_, search_time_ : float

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
 from .bounds import group_spread_terms, nig_bound_tables
+from .history import HISTORY_DTYPE, SearchHistory
 
 __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
 
@@ -39,6 +40,12 @@ FOCUS_BUDGET = 64
 #: bounds were weaker than the plain search's by 1.3-7.5 nats (0.5) and 0.3-5.3 nats (0.25), so a
 #: smaller share may be the better default; the committed tables measure 0.5.
 FOCUS_SHARE = 0.5
+#: A chunk of kernel iterations (see AndOrSearch.run) is sized to take about this share of the time
+#: searched so far, between CHUNK_SECONDS_MIN and CHUNK_SECONDS_MAX: the history, recorded between
+#: chunks, then has evenly many rows per decade of time (100-200), at under 0.5% of overhead.
+CHUNK_SHARE = 0.02
+CHUNK_SECONDS_MIN = 0.001
+CHUNK_SECONDS_MAX = 0.2
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -72,6 +79,32 @@ class SearchResult:
     """Outcome of a (possibly interrupted) search.
 
     Costs are ``-log P(T, Y | X)``: ``lower_bound <= OPT <= upper_bound``.
+
+    Attributes
+    ----------
+    lower_bound, upper_bound : float
+        Bounds on the cost of the MAP tree at the root (``lower_bound`` is at
+        most ``upper_bound``).
+    optimal : bool
+        True when the bounds met: the incumbent is a MAP tree.
+    stop_reason : str
+        "optimal", "max_expansions", "time_limit" or "memory_limit".
+    n_expansions, n_probes, n_or_nodes, n_and_nodes : int
+        Work done and size of the graph, over all runs of the search so far.
+    search_time : float
+        Seconds of this run.
+    peak_bytes : int
+        Largest size of the graph's arrays.
+    history : ndarray of dtype HISTORY_DTYPE
+        The anytime record of the search since it started (all runs and seeded
+        trees, not only this run): fields ``time`` (float64, seconds since the
+        first seeded tree or run), ``n_expansions`` (int64),
+        ``log_posterior`` (float64, ``-upper_bound`` then) and
+        ``log_posterior_bound`` (float64, ``-lower_bound`` then); a row for
+        the start, one for each chunk of kernel calls or seeded tree after
+        which either value had changed, and the state at the end of this run
+        last.  At most :data:`~arboretum.maptree.history.MAX_HISTORY_ROWS`
+        rows plus the last (see :class:`~arboretum.maptree.history.SearchHistory`).
     """
 
     lower_bound: float
@@ -84,6 +117,7 @@ class SearchResult:
     n_and_nodes: int
     search_time: float
     peak_bytes: int
+    history: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=HISTORY_DTYPE))
 
 
 class AndOrSearch:
@@ -219,6 +253,7 @@ class AndOrSearch:
         self.counters[K.C_HT_USED] = 1
         self.n_expansions_ = 0
         self.peak_bytes = self.nbytes
+        self.history = SearchHistory()
 
     # -- storage ---------------------------------------------------------------------------
     def _alloc(self, cap_or: int, cap_and: int) -> None:
@@ -332,6 +367,11 @@ class AndOrSearch:
     def solved(self) -> bool:
         return bool(self.or_lb[0] >= self.or_ub[0])
 
+    def _state(self) -> tuple[int, float, float]:
+        """``(n_expansions, log posterior of the incumbent, bound)`` now, for :attr:`history`."""
+        ub = self.upper_bound
+        return self.n_expansions_, -ub, -min(self.lower_bound, ub)
+
     def _chunk(self, max_iter: int, start: int, words: np.ndarray) -> int:
         """One call of the search kernel: at most ``max_iter`` iterations from ``start``."""
         status = K.run_search(
@@ -344,6 +384,7 @@ class AndOrSearch:
                 "MAPTree search reached an inconsistent state (an unsolved node "
                 "without an unsolved child); please report this with your data."
             )
+        self.history.observe(*self._state())
         return status
 
     def step(self, max_iter: int, start: int = 0, start_words: np.ndarray | None = None) -> int:
@@ -382,8 +423,12 @@ class AndOrSearch:
 
         ``memory_limit`` is in bytes and caps the search graph's arrays: the
         search stops (returning its incumbent) rather than grow past it.
-        The time limit is checked between chunks of iterations sized to take
-        about 1/50 of the limit (at most 0.2 s), so it is honoured closely.
+        The time limit is checked, and a row of :attr:`history` recorded
+        when the bounds changed, between chunks of iterations sized to take
+        about ``CHUNK_SHARE`` (1/50) of the time searched so far, at least
+        ``CHUNK_SECONDS_MIN`` and at most 1/50 of the limit or
+        ``CHUNK_SECONDS_MAX``, so the limit is honoured closely and the
+        history is about evenly spread on a logarithmic time axis.
 
         With ``focus`` (default), the search runs in rounds.  A round visits
         the unsolved internal nodes of the current incumbent tree, smallest
@@ -401,8 +446,11 @@ class AndOrSearch:
         (``focus=False``, the paper's order).
         """
         t0 = time.perf_counter()
+        self.history.start(*self._state())
         chunk = 16
-        target = 0.2 if time_limit is None else min(0.2, max(0.005, time_limit / 50))
+        longest = CHUNK_SECONDS_MAX
+        if time_limit is not None:
+            longest = min(longest, max(0.005, time_limit / 50))
         last_cb = t0
         reason = "optimal"
         queue: list[tuple[int, np.ndarray]] = []
@@ -442,6 +490,7 @@ class AndOrSearch:
             left -= did
             spent_round += did
             dt = time.perf_counter() - t1
+            target = min(longest, max(CHUNK_SECONDS_MIN, CHUNK_SHARE * self.history.elapsed()))
             if status == K.STATUS_GROW:
                 if not self._try_grow(memory_limit):
                     reason = "memory_limit"
@@ -470,6 +519,7 @@ class AndOrSearch:
             n_and_nodes=int(self.counters[K.C_N_AND]),
             search_time=elapsed,
             peak_bytes=self.peak_bytes,
+            history=self.history.to_array(*self._state()),
         )
 
     def incumbent_nodes(self) -> list[tuple[int, np.ndarray]]:
@@ -530,6 +580,7 @@ class AndOrSearch:
         int
             Number of expansions spent.
         """
+        self.history.start(*self._state())
         start = self.n_expansions_
         stack = [(0, self.root_words.copy(), ())]
         while stack:
@@ -551,6 +602,7 @@ class AndOrSearch:
             m = self.M1[f]
             stack.append((child1, words & m, path + ((f, 1),)))
             stack.append((child0, words & ~m, path + ((f, 0),)))
+        self.history.observe(*self._state())
         return self.n_expansions_ - start
 
     def _and_for_split(self, o: int, words: np.ndarray, f: int) -> tuple[int, int] | None:
