@@ -40,11 +40,13 @@ FOCUS_BUDGET = 64
 #: bounds were weaker than the plain search's by 1.3-7.5 nats (0.5) and 0.3-5.3 nats (0.25), so a
 #: smaller share may be the better default; the committed tables measure 0.5.
 FOCUS_SHARE = 0.5
-#: A chunk of kernel iterations (see AndOrSearch.run) is sized to take about this share of the time
-#: searched so far, between CHUNK_SECONDS_MIN and CHUNK_SECONDS_MAX: the history, recorded between
-#: chunks, then has evenly many rows per decade of time (100-200), at under 0.5% of overhead.
+#: A chunk of kernel iterations (see AndOrSearch.run) is about this share of the iterations run so
+#: far (at least CHUNK_MIN): the history, recorded between chunks, then has evenly many rows per
+#: decade of work (about 100), and the chunks, so the search, do not depend on the clock.  A chunk
+#: that takes longer than CHUNK_SECONDS_MAX (or 1/50 of the time limit) halves the largest chunk,
+#: so that limits stay honoured closely.
 CHUNK_SHARE = 0.02
-CHUNK_SECONDS_MIN = 0.001
+CHUNK_MIN = 16
 CHUNK_SECONDS_MAX = 0.2
 
 _OR_FIELDS = (
@@ -424,11 +426,12 @@ class AndOrSearch:
         ``memory_limit`` is in bytes and caps the search graph's arrays: the
         search stops (returning its incumbent) rather than grow past it.
         The time limit is checked, and a row of :attr:`history` recorded
-        when the bounds changed, between chunks of iterations sized to take
-        about ``CHUNK_SHARE`` (1/50) of the time searched so far, at least
-        ``CHUNK_SECONDS_MIN`` and at most 1/50 of the limit or
-        ``CHUNK_SECONDS_MAX``, so the limit is honoured closely and the
-        history is about evenly spread on a logarithmic time axis.
+        when the bounds changed, between chunks of about ``CHUNK_SHARE``
+        (1/50) of the iterations run so far (at least ``CHUNK_MIN``), so the
+        history is about evenly spread on a logarithmic axis and the same
+        data and limits give the same search; a chunk that takes longer than
+        1/50 of the limit (or ``CHUNK_SECONDS_MAX``) halves the largest
+        chunk, so the limit is honoured closely.
 
         With ``focus`` (default), the search runs in rounds.  A round visits
         the unsolved internal nodes of the current incumbent tree, smallest
@@ -447,7 +450,9 @@ class AndOrSearch:
         """
         t0 = time.perf_counter()
         self.history.start(*self._state())
-        chunk = 16
+        chunk = CHUNK_MIN
+        cap = 1 << 20  # the largest chunk; halved by slow chunks
+        total = 0  # iterations (expansions and probes) of this run
         longest = CHUNK_SECONDS_MAX
         if time_limit is not None:
             longest = min(longest, max(0.005, time_limit / 50))
@@ -489,17 +494,16 @@ class AndOrSearch:
             did = max(1, int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE]) - before)
             left -= did
             spent_round += did
+            total += did
             dt = time.perf_counter() - t1
-            target = min(longest, max(CHUNK_SECONDS_MIN, CHUNK_SHARE * self.history.elapsed()))
             if status == K.STATUS_GROW:
                 if not self._try_grow(memory_limit):
                     reason = "memory_limit"
                     break
                 continue
-            if dt < target / 2 and n == chunk:  # grow only on evidence from a full chunk
-                chunk = min(chunk * 2, 1 << 20)
-            elif dt > target and chunk > 1:
-                chunk = max(1, chunk // 2)
+            if dt > longest:
+                cap = max(1, n // 2)
+            chunk = min(cap, max(CHUNK_MIN, int(CHUNK_SHARE * total)))
             if callback is not None and time.perf_counter() - last_cb >= callback_interval:
                 callback(self)
                 last_cb = time.perf_counter()
