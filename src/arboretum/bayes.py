@@ -909,16 +909,9 @@ def log_posterior_regression(
         Non-negative weights (an integer weight ``w`` is ``w`` copies of the
         row).  Samples of weight 0 still count for ``V(I)``: remove them
         first if they should not.
-    candidates : Binarizer or array-like of shape (n_samples, n_questions), optional
-        The binary questions that the prior counts as the candidate splits:
-        ``V(I)`` is the set of questions that take both values on ``I``.
-        Needed when ``tree`` has threshold, category or hyperplane splits on
-        raw ``X`` (a tree of an estimator fitted on raw data): pass the
-        estimator's fitted ``binarizer_`` (its ``transform(X)`` gives the
-        questions) or the 0/1 matrix itself; ``tree`` then routes ``X`` with
-        its own splits, as :meth:`arboretum.Tree.apply` does.  With the
-        questions the estimator searched, the value equals the estimator's
-        ``log_posterior_``.  None (default): ``X`` is 0/1 and is both.
+    candidates : Binarizer or array-like, optional
+        The questions the prior counts (see :func:`log_posterior`); with an
+        estimator's ``binarizer_`` the value equals its ``log_posterior_``.
 
     Returns
     -------
