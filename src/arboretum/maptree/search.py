@@ -39,12 +39,13 @@ FOCUS_BUDGET = 64
 #: bounds were weaker than the plain search's by 1.3-7.5 nats (0.5) and 0.3-5.3 nats (0.25), so a
 #: smaller share may be the better default; the committed tables measure 0.5.
 FOCUS_SHARE = 0.5
-#: A chunk of kernel iterations (see AndOrSearch.run) is sized to take about this share of the time
-#: searched so far, between CHUNK_SECONDS_MIN and CHUNK_SECONDS_MAX: the history, recorded between
-#: chunks, then has evenly many rows per decade of time (100-200), at under 0.5% of overhead.
+#: A chunk of kernel iterations (see AndOrSearch.run) is at most this share of the iterations done so
+#: far (and at least CHUNK_MIN), so the history, recorded between chunks, has evenly many rows per
+#: decade of work, and so of time (100-200), at under 0.5% of overhead.  The sizes depend on the work
+#: alone, not on the clock, so that a search with max_expansions is reproducible: in a focused search
+#: the chunks' boundaries can change which node is expanded next.
 CHUNK_SHARE = 0.02
-CHUNK_SECONDS_MIN = 0.001
-CHUNK_SECONDS_MAX = 0.2
+CHUNK_MIN = 16
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -429,11 +430,11 @@ class AndOrSearch:
         ``memory_limit`` is in bytes and caps the search graph's arrays: the
         search stops (returning its incumbent) rather than grow past it.
         The time limit is checked, and a row of :attr:`history` recorded
-        when the bounds changed, between chunks of iterations sized to take
-        about ``CHUNK_SHARE`` (1/50) of the time searched so far, at least
-        ``CHUNK_SECONDS_MIN`` and at most 1/50 of the limit or
-        ``CHUNK_SECONDS_MAX``, so the limit is honoured closely and the
-        history is about evenly spread on a logarithmic time axis.
+        when the bounds changed, between chunks of iterations: at most
+        ``CHUNK_SHARE`` (1/50) of the iterations done so far (at least
+        ``CHUNK_MIN``), so the history is about evenly spread on a logarithmic
+        axis, and halved while they take longer than 1/50 of the limit (at
+        most 0.2 s), so the limit is honoured closely.
 
         With ``focus`` (default), the search runs in rounds.  A round visits
         the unsolved internal nodes of the current incumbent tree, smallest
@@ -452,10 +453,8 @@ class AndOrSearch:
         """
         t0 = time.perf_counter()
         self.history.start(*self._state())
-        chunk = 16
-        longest = CHUNK_SECONDS_MAX
-        if time_limit is not None:
-            longest = min(longest, max(0.005, time_limit / 50))
+        chunk = CHUNK_MIN
+        target = 0.2 if time_limit is None else min(0.2, max(0.005, time_limit / 50))
         last_cb = t0
         reason = "optimal"
         queue: list[tuple[int, np.ndarray]] = []
@@ -483,19 +482,18 @@ class AndOrSearch:
                     left = budget
                     if node == 0:  # the root gets (1 - FOCUS_SHARE) of the round's work
                         left = max(budget, int(spent_round * (1.0 - FOCUS_SHARE) / FOCUS_SHARE))
-            n = chunk
+            before = int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE])
+            n = min(chunk, max(CHUNK_MIN, int(CHUNK_SHARE * before)))
             if focus:
                 n = int(min(n, left))
             if max_expansions is not None:
                 n = min(n, max_expansions - self.n_expansions_)
             t1 = time.perf_counter()
-            before = int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE])
             status = self._chunk(n, node, words if focus else self.root_words)
             did = max(1, int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE]) - before)
             left -= did
             spent_round += did
             dt = time.perf_counter() - t1
-            target = min(longest, max(CHUNK_SECONDS_MIN, CHUNK_SHARE * self.history.elapsed()))
             if status == K.STATUS_GROW:
                 if not self._try_grow(memory_limit):
                     reason = "memory_limit"
