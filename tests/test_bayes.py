@@ -21,19 +21,16 @@ from scipy.stats import beta as beta_dist
 
 from arboretum import bayes
 from arboretum.bayes import (
-    BCARTOracle,
     ChipmanPrior,
-    co_optimal_trees,
-    enumerate_trees,
-    exact_map,
-    heuristic,
     leaf_cost,
     log_dirichlet_multinomial,
-    log_evidence,
     log_marginal_likelihood,
     log_posterior,
+    log_posterior_regression,
     log_prior,
 )
+from arboretum.maptree.bounds import heuristic
+from arboretum.oracles import BCARTOracle, co_optimal_trees, enumerate_trees, exact_map, log_evidence
 from arboretum.tree import BINARY, Tree
 from fixtures import (
     FIXTURE_ORACLES,
@@ -590,8 +587,101 @@ def test_log_posterior_uses_only_binary_splits():
         feature=tree.feature,
         split_kind=np.array([2, 0, 0], dtype=np.int8),
     )
-    with pytest.raises(ValueError, match="split kind"):
+    with pytest.raises(ValueError, match="needs candidates="):
         log_posterior(fake, X, y)
+
+
+# ---------------------------------------------------------------------------
+# log_posterior of trees on raw features (every split kind), moved names
+# ---------------------------------------------------------------------------
+
+
+def _mixed_frame(n=120, seed=0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "age": rng.normal(40, 10, n).round(1),
+        "smoker": rng.random(n) < 0.4,
+        "colour": pd.Categorical(rng.choice(["red", "green", "blue"], n)),
+        "size": pd.Categorical(rng.choice(["S", "M", "L"], n), categories=["S", "M", "L"], ordered=True),
+    })
+    score = (df["age"] > 42).astype(int) + (df["colour"] == "red") + df["smoker"] + (df["size"] == "L")
+    return df, score.to_numpy(), rng
+
+
+def test_log_posterior_of_raw_trees_equals_the_estimators():
+    from arboretum import MAPTreeClassifier
+    from arboretum.tree import CATEGORY, THRESHOLD
+
+    df, score, rng = _mixed_frame()
+    labels = np.where(score + rng.normal(0, 0.5, len(score)) >= 2, "yes", "no")
+    clf = MAPTreeClassifier(time_limit=20).fit(df, labels)
+    kinds = set(clf.tree_.split_kind.tolist())
+    assert THRESHOLD in kinds or CATEGORY in kinds
+    y = np.searchsorted(clf.classes_, labels)
+    lp = log_posterior(clf.tree_, df, y, alpha=clf.alpha, beta=clf.beta, rho=clf.rho_, candidates=clf.binarizer_)
+    assert lp == pytest.approx(clf.log_posterior_, abs=1e-9)
+    # the same through the 0/1 questions themselves, and the prior and likelihood parts add up
+    Q = clf.binarizer_.transform(df)
+    assert log_posterior(clf.tree_, df, y, rho=clf.rho_, candidates=Q) == pytest.approx(lp, abs=1e-12)
+    parts = log_prior(clf.tree_, df, candidates=Q) + log_marginal_likelihood(clf.tree_, df, y, rho=clf.rho_,
+                                                                           candidates=Q)
+    assert parts == pytest.approx(lp, abs=1e-9)
+    # and it is the binarised search tree's posterior on the questions
+    assert log_posterior(clf.search_tree_, Q, y, rho=clf.rho_) == pytest.approx(lp, abs=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::arboretum.LimitWarning")
+def test_log_posterior_regression_of_raw_trees_equals_the_estimators():
+    from arboretum import MAPTreeRegressor
+
+    df, score, rng = _mixed_frame(seed=1)
+    target = score + rng.normal(0, 0.3, len(score))
+    reg = MAPTreeRegressor(max_expansions=300).fit(df, target)  # any tree: stopped early is fine
+
+    lp = log_posterior_regression(reg.tree_, df, target, alpha=reg.alpha, beta=reg.beta, prior=reg.prior_,
+                                  candidates=reg.binarizer_)
+    assert lp == pytest.approx(reg.log_posterior_, abs=1e-9)
+
+
+def test_log_posterior_hyperplane_tree_with_candidate_matrix():
+    """A split kind no estimator produces yet: the tree routes, the matrix is counted."""
+    from arboretum.tree import TreeBuilder
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+    b = TreeBuilder(n_features=2, classes=[0, 1])
+    root = b.add_node([20, 20], [0.5, 0.5], 0)
+    left = b.add_node([20, 0], [1.0, 0.0], 1)
+    right = b.add_node([0, 20], [0.0, 1.0], 1)
+    b.set_split(root, "hyperplane", None, 0.0, left, right, coef=[1.0, 1.0])
+    tree = b.build()
+    goes_right = X[:, 0] + X[:, 1] > 0
+    Q = np.column_stack([goes_right, X[:, 0] > 0, X[:, 1] > 0]).astype(np.uint8)
+    expected = log_posterior(Tree.from_paren("(0)", 3), Q, y)
+    assert log_posterior(tree, X, y, candidates=Q) == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(ValueError, match="one row per sample"):
+        log_posterior(tree, X, y, candidates=Q[:5])
+
+
+@pytest.mark.parametrize("name, module", [
+    ("exact_map", "arboretum.oracles"), ("co_optimal_trees", "arboretum.oracles"),
+    ("enumerate_trees", "arboretum.oracles"), ("log_evidence", "arboretum.oracles"),
+    ("BCARTOracle", "arboretum.oracles"), ("RegressionOracle", "arboretum.oracles"),
+    ("exact_map_regression", "arboretum.oracles"), ("co_optimal_trees_regression", "arboretum.oracles"),
+    ("heuristic", "arboretum.maptree.bounds"), ("nig_bound_tables", "arboretum.maptree.bounds"),
+    ("group_spread_terms", "arboretum.maptree.bounds"),
+])
+def test_moved_names_still_import_from_bayes_with_a_future_warning(name, module):
+    import importlib
+
+    with pytest.warns(FutureWarning, match=f"moved to {module}.{name}"):
+        old = getattr(bayes, name)
+    assert old is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError):
+        bayes.no_such_name  # noqa: B018
 
 
 # ---------------------------------------------------------------------------

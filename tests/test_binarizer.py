@@ -454,20 +454,6 @@ def test_single_leaf_and_binary_split_text():
     assert clf.export_text().splitlines()[0] == "|--- smoker = 0"
 
 
-def test_readme_real_valued_example_runs_and_prints_what_it_shows():
-    import contextlib
-    import io
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text[text.index("## Real-valued and categorical features"):]
-    code, shown = re.search(r"```python\n(.*?)```\n\n```\n(.*?)```", section, re.S).groups()
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        exec(compile(code, "README.md", "exec"), {})
-    assert buf.getvalue().strip() == shown.strip()
-
-
 def test_binarizer_passes_sklearn_estimator_checks():
     import warnings
 

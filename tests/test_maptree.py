@@ -12,14 +12,8 @@ from fixtures import FIXTURE_ORACLES, FIXTURES
 
 from arboretum import MAPTreeClassifier
 from arboretum._numba import dm_log_lik, pack_rows_mask, unpack
-from arboretum.bayes import (
-    BCARTOracle,
-    ChipmanPrior,
-    co_optimal_trees,
-    exact_map,
-    log_dirichlet_multinomial,
-    log_posterior,
-)
+from arboretum.bayes import ChipmanPrior, log_dirichlet_multinomial, log_posterior
+from arboretum.oracles import BCARTOracle, co_optimal_trees, exact_map
 from arboretum.datasets import load_dataset
 from arboretum.maptree import AndOrSearch
 from arboretum.tree import Tree

@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import pickle
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from arboretum import MAPTreeRegressor
-from arboretum.bayes import (
-    NIGPrior,
-    RegressionOracle,
-    co_optimal_trees_regression,
-    exact_map_regression,
-    group_spread_terms,
-    log_posterior_regression,
-    nig_bound_tables,
-)
+from arboretum.bayes import NIGPrior, log_posterior_regression
+from arboretum.maptree.bounds import group_spread_terms, nig_bound_tables
+from arboretum.oracles import RegressionOracle, co_optimal_trees_regression, exact_map_regression
 from arboretum.maptree import RegressionSearch
 from arboretum.tree import Tree
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 PRIORS = [(0.95, 0.5), (0.5, 4.0), (0.999, 0.1), (0.8, 1.0), (0.2, 8.0)]
 LEAF_PRIORS = [  # (prior_mean, prior_kappa, prior_shape, prior_scale); None = from the data
@@ -420,7 +410,7 @@ def test_bad_targets_and_inputs():
 
 
 # ---------------------------------------------------------------------------------------------
-# Real data, persistence, README and the command line
+# Real data, persistence and the command line
 # ---------------------------------------------------------------------------------------------
 def _walk_text(text: str, row: dict) -> float:
     """Follow the printed thresholds of ``export_text`` for one sample; return the printed leaf value."""
@@ -469,19 +459,6 @@ def test_diabetes_held_out_r2_beats_a_constant(diabetes):
     scores = cross_val_score(MAPTreeRegressor(max_expansions=2000), X, y, cv=KFold(3, shuffle=True, random_state=0))
     assert np.all(scores > 0.0)  # a constant prediction scores <= 0 on held-out data
     assert scores.mean() > 0.2
-
-
-def test_readme_regression_example():
-    text = README.read_text()
-    section = text[text.index("## Regression: MAPTreeRegressor"):]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    shown = re.search(r"```python\n.*?```\n\n```\n(.*?)```", section, re.S).group(1)
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        exec(compile(code, "README.md", "exec"), {})
-    out = buf.getvalue()
-    assert shown.strip() in out
-    assert "True -174.75" in out
 
 
 def test_cli_fit_regression_and_predict(tmp_path, capsys):

@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from arboretum import MAPTreeClassifier
-from arboretum.bayes import co_optimal_trees, log_evidence
+from arboretum.oracles import co_optimal_trees, log_evidence
 from arboretum.datasets import load_dataset, make_hidden_xor
 from arboretum import Binarizer, LimitWarning
 from arboretum.pcfg import GrammarTooLargeError, PCFGTreeClassifier

@@ -508,7 +508,7 @@ def test_decision_regions_errors(maptree_iris, iris_frame):
 
 
 # ---------------------------------------------------------------------------
-# the proposed README section
+# the code of docs/plots.md (the README's blocks run in test_readme.py)
 # ---------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
 Statistical tests used (all with fixed seeds, so they are deterministic):
 
 * **MCMC, batch-means Hotelling T².**  On data small enough to enumerate every
-  tree (``arboretum.bayes.enumerate_trees``), take the J most probable trees
+  tree (``arboretum.oracles.enumerate_trees``), take the J most probable trees
   (exact posterior >= 0.5 %, at most 8; the remaining mass is left out so the
   covariance is not singular).  The kept chain is cut into B = 50 consecutive
   batches and each batch gives the vector of its J visit frequencies.  The
@@ -19,7 +19,7 @@ Statistical tests used (all with fixed seeds, so they are deterministic):
 * **SMC, unbiasedness across islands.**  An SMC run's evidence estimate Z_i
   and its normalised weights ``W_i`` make ``x_i(T) = (Z_i / Z) * W_i(T)``
   an unbiased estimate of the exact ``P(T | X, y)`` for every tree ``T``
-  (``Z`` from ``arboretum.bayes.log_evidence``).  With R = 400 independent
+  (``Z`` from ``arboretum.oracles.log_evidence``).  With R = 400 independent
   islands of 50 particles, Hotelling's T² test of ``E[x_i] = exact`` on the J
   trees above (F(J, R - J)), p > 1e-3; the mean of ``Z_i / Z`` is tested
   against 1 by a z-test (|z| < 3.29, i.e. two-sided p > 1e-3), and the pooled
@@ -38,7 +38,8 @@ import pytest
 from fixtures import FIXTURES
 from scipy import stats
 
-from arboretum.bayes import enumerate_trees, log_evidence, log_posterior
+from arboretum.bayes import log_posterior
+from arboretum.oracles import enumerate_trees, log_evidence
 from arboretum.datasets import load_dataset
 from arboretum.samplers import MCMCTreeSampler, SMCTreeSampler, TreeSamples
 from arboretum.samplers import mcmc as mcmc_module

@@ -263,12 +263,15 @@ class TreeEstimator(BaseEstimator):
         if not isinstance(n, int) or n != tree.n_features:
             raise ValueError(f"n_features_in_ = {n!r} does not match tree_.n_features = {tree.n_features}")
         names = getattr(self, "feature_names_in_", None)
-        if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n,)):
-            raise ValueError("feature_names_in_ must hold one name per feature")
+        if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n,)
+                                  or not all(isinstance(x, str) for x in names)):
+            raise ValueError("feature_names_in_ must hold one name (a string) per feature")
         classes = getattr(self, "classes_", None)
         if classes is not None and (not isinstance(classes, np.ndarray) or classes.shape != (tree.n_classes,)):
             raise ValueError(f"classes_ must hold the {tree.n_classes} classes of tree_")
-        binarizer = getattr(self, "binarizer_", None)
+        if not hasattr(self, "binarizer_"):
+            raise ValueError("binarizer_ is missing (None when the model used no discretiser)")
+        binarizer = self.binarizer_
         if binarizer is not None:
             if not isinstance(binarizer, Binarizer) or getattr(binarizer, "n_features_in_", None) != n:
                 raise ValueError("binarizer_ must be a fitted Binarizer of the same columns")

@@ -1,23 +1,27 @@
-"""Bayesian CART (BCART) building blocks and exact small-data oracles.
+"""The Bayesian CART (BCART) model: leaf likelihoods, the tree prior, log posteriors.
 
-This module implements the probability model behind MAPTree (spec-000, §2):
+This module is the probability model behind MAPTree, the samplers and
+BCART-PCFG's ``prior="chipman"`` (spec-000, §2):
 
-* leaf marginal likelihoods with the leaf parameters integrated out
-  (Dirichlet-multinomial; Beta-Bernoulli for two classes),
-* the Chipman, George & McCulloch (1998) tree prior
-  ``p_split(d) = alpha * (1 + d) ** -beta``,
-* :func:`log_posterior`, the unnormalised log posterior ``log P(T, Y | X)``
-  of any tree with binary splits,
-* exact oracles for small data sets (spec-000, §3.11): a dynamic programme
-  for the MAP tree, the set of co-optimal trees, brute-force enumeration of
-  all trees, the log evidence ``log P(Y | X)`` and the Perfect Split
-  heuristic of MAPTree;
-* regression (spec-000 §2.8, left open there): the normal-inverse-gamma leaf
-  :class:`NIGPrior` with its closed-form marginal likelihood and data-derived
-  defaults, :func:`log_posterior_regression`, the exact
-  :class:`RegressionOracle` (same subset DP as :class:`BCARTOracle`) and the
-  tables of MAPTree's admissible regression bound, :func:`nig_bound_tables`
-  (whose docstring holds the proof).
+* leaf marginal likelihoods with the leaf parameters integrated out:
+  Dirichlet-multinomial (:func:`log_dirichlet_multinomial`; Beta-Bernoulli for
+  two classes) and, for regression, the normal-inverse-gamma leaf
+  :class:`NIGPrior` with its closed-form marginal and data-derived defaults;
+* the Chipman, George & McCulloch (1998) tree prior :class:`ChipmanPrior`,
+  ``p_split(d) = alpha * (1 + d) ** -beta``;
+* :func:`log_prior`, :func:`log_marginal_likelihood`, :func:`log_posterior`
+  and :func:`log_posterior_regression`: the unnormalised log posterior
+  ``log P(T, Y | X)`` of any :class:`arboretum.Tree`, with binary splits on 0/1
+  features or with threshold and category splits on raw features (then the
+  prior's count of valid splits comes from ``candidates``, e.g. the
+  estimator's fitted :class:`arboretum.Binarizer`);
+* :func:`leaf_cost`, the cost of making a subproblem a leaf.
+
+The exact small-data oracles (the MAP tree by dynamic programming, co-optimal
+trees, enumeration, the log evidence) are in :mod:`arboretum.oracles`, and
+MAPTree's bounds (the Perfect Split heuristic, the regression bound tables) in
+:mod:`arboretum.maptree.bounds`.  Importing those names from here still works
+in this release, with a ``FutureWarning``.
 
 Conventions
 -----------
@@ -30,63 +34,52 @@ Classes
     used in practice, e.g. ``(2.5, 2.5)`` or ``(1, 1)``.  A scalar ``rho``
     means the same concentration for every class.
 Costs
-    The oracles work with **costs**, ``cost = -log P(T, Y | X)`` (natural
-    logarithms).  Costs are non-negative; smaller is better, and the MAP tree
-    is the tree of minimal cost.  :func:`log_posterior` returns the negated
-    quantity, ``-cost``.
-Trees as strings
-    Oracles describe trees in the spec's parenthesis notation: a leaf is
-    ``""`` and a node splitting on feature ``f`` is
-    ``"(" + left + str(f) + right + ")"``, where ``left`` is the subtree of the
-    samples with ``x[f] == 0``.
-Subsets
-    :class:`BCARTOracle` represents a set of sample indices ``I`` exactly, as
-    a Python ``int`` bit mask whose bit ``i`` is set when sample ``i`` is in
-    ``I``.  Memoisation keys are ``(mask, depth)``, so there are no hash
-    collisions (cf. spec-000 §3.8).
+    Costs are ``cost = -log P(T, Y | X)`` (natural logarithms); smaller is
+    better.  :func:`log_posterior` returns the negated quantity, ``-cost``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammainccinv, gammaln
 
 __all__ = [
-    "BCARTOracle",
     "ChipmanPrior",
     "NIGPrior",
-    "RegressionOracle",
-    "co_optimal_trees",
-    "co_optimal_trees_regression",
-    "enumerate_trees",
-    "exact_map",
-    "exact_map_regression",
-    "group_spread_terms",
-    "heuristic",
     "leaf_cost",
     "log_dirichlet_multinomial",
-    "log_evidence",
     "log_marginal_likelihood",
     "log_posterior",
     "log_posterior_regression",
     "log_prior",
-    "nig_bound_tables",
 ]
+
+#: Names that moved in arboretum 0.2: the name -> its new module.  Importing them
+#: from here works for one release, with a FutureWarning (:func:`__getattr__`).
+_MOVED = {
+    "BCARTOracle": "arboretum.oracles",
+    "RegressionOracle": "arboretum.oracles",
+    "co_optimal_trees": "arboretum.oracles",
+    "co_optimal_trees_regression": "arboretum.oracles",
+    "enumerate_trees": "arboretum.oracles",
+    "exact_map": "arboretum.oracles",
+    "exact_map_regression": "arboretum.oracles",
+    "log_evidence": "arboretum.oracles",
+    "heuristic": "arboretum.maptree.bounds",
+    "nig_bound_tables": "arboretum.maptree.bounds",
+    "group_spread_terms": "arboretum.maptree.bounds",
+}
 
 #: Split kind code of a binary-feature split in :mod:`arboretum.tree`
 #: (left child iff ``x[feature] == 0``).
 _BINARY_SPLIT = 1
 
-#: Relative tolerance used by :meth:`BCARTOracle.best_tree` to treat two
-#: candidate costs as tied (so that the tie rule "leaf first, then the lowest
-#: feature" is not defeated by floating-point rounding).
-_TIE_RTOL = 1e-12
 
 
 # ---------------------------------------------------------------------------
@@ -358,21 +351,63 @@ def _dirichlet_leaf(
     return leaf_loglik
 
 
+def _questions(
+    tree: Any, X: ArrayLike, candidates: Any
+) -> tuple[ArrayLike, Callable[[int, NDArray[np.intp]], NDArray[np.bool_]] | None]:
+    """The 0/1 matrix whose columns the prior counts as the candidate splits, and how ``tree`` routes.
+
+    A tree of binary-feature splits with ``candidates=None`` reads ``X`` itself
+    (0/1) for both; routing is then ``X[:, feature] != 0`` (returned as None).
+    Otherwise ``tree`` (an :class:`arboretum.Tree`) routes the raw ``X`` with
+    its own splits (thresholds, categories, hyperplanes: as :meth:`Tree.apply`)
+    and ``candidates`` gives the questions: a fitted discretiser with
+    ``transform`` (an :class:`arboretum.Binarizer`, such as an estimator's
+    ``binarizer_``) or a 0/1 matrix of one row per sample.
+    """
+    from .tree import BINARY, LEAF, Tree
+
+    kinds = getattr(tree, "split_kind", None)
+    binary = kinds is None or bool(np.isin(np.asarray(kinds), (LEAF, BINARY)).all())
+    if candidates is None:
+        if binary:
+            return X, None
+        raise ValueError(
+            "the tree has threshold, category or hyperplane splits, so the prior's count of valid "
+            "splits needs candidates=: the binary questions a split is chosen from (a fitted "
+            "Binarizer such as the estimator's binarizer_, or their 0/1 matrix)"
+        )
+    if not isinstance(tree, Tree):
+        raise TypeError(f"with candidates, tree must be an arboretum.Tree; got {type(tree).__name__}")
+    E = tree.encode(X)
+    Q = candidates.transform(X) if hasattr(candidates, "transform") else np.asarray(candidates)
+    if np.ndim(Q) != 2 or np.shape(Q)[0] != E.shape[0]:
+        raise ValueError(f"candidates must give a 2-D 0/1 matrix with one row per sample ({E.shape[0]}); "
+                         f"got shape {np.shape(Q)}")
+
+    def route(node: int, idx: NDArray[np.intp]) -> NDArray[np.bool_]:
+        return ~tree._goes_left(node, E, idx)
+
+    return Q, route
+
+
 def _tree_log_terms(
     tree: Any,
     X: NDArray[np.uint8],
     prior: ChipmanPrior,
     leaf_loglik: Callable[[NDArray[np.intp]], float],
+    route: Callable[[int, NDArray[np.intp]], NDArray[np.bool_]] | None = None,
 ) -> tuple[float, float]:
     """Route the training samples through ``tree``; return (log prior, log likelihood).
 
     Only ``children_left``, ``children_right``, ``feature`` and (when
     present) ``split_kind`` of ``tree`` are used; node 0 is the root.  The
     log prior is ``-inf`` for a degenerate tree (an internal node whose
-    feature does not split its samples non-trivially).  ``leaf_loglik(idx)``
-    is the log marginal likelihood of the samples ``idx`` in one leaf (the
-    Dirichlet leaf of classification or the normal-inverse-gamma leaf of
-    regression).
+    split does not separate its samples).  ``leaf_loglik(idx)`` is the log
+    marginal likelihood of the samples ``idx`` in one leaf (the Dirichlet
+    leaf of classification or the normal-inverse-gamma leaf of regression).
+    ``X`` holds the candidate questions (``|V(I)|`` counts its columns that
+    take both values on ``I``); ``route(node, idx)``, when given, says which
+    of the samples ``idx`` go right at ``node`` (else ``X[idx, feature] != 0``).
     """
     left = np.asarray(tree.children_left, dtype=np.int64)
     right = np.asarray(tree.children_right, dtype=np.int64)
@@ -401,16 +436,19 @@ def _tree_log_terms(
                 log_prior_total += float(prior.log_p_stop(depth))
             log_lik_total += leaf_loglik(idx)
             continue
-        if kinds is not None and int(kinds[node]) != _BINARY_SPLIT:
-            raise ValueError(
-                f"node {node} has split kind {int(kinds[node])}; only binary-feature splits "
-                f"(kind {_BINARY_SPLIT}) are supported"
-            )
-        f = int(feature[node])
-        if not 0 <= f < X.shape[1]:
-            raise ValueError(f"node {node} splits on feature {f}, but X has {X.shape[1]} features")
-        column = X_node[:, f] if idx.size > 0 else np.zeros(0, dtype=np.uint8)
-        goes_right = column != 0
+        if route is not None:
+            goes_right = route(node, idx)
+        else:
+            if kinds is not None and int(kinds[node]) != _BINARY_SPLIT:
+                raise ValueError(
+                    f"node {node} has split kind {int(kinds[node])}; only binary-feature splits "
+                    f"(kind {_BINARY_SPLIT}) are supported without candidates"
+                )
+            f = int(feature[node])
+            if not 0 <= f < X.shape[1]:
+                raise ValueError(f"node {node} splits on feature {f}, but X has {X.shape[1]} features")
+            column = X_node[:, f] if idx.size > 0 else np.zeros(0, dtype=np.uint8)
+            goes_right = column != 0
         if idx.size == 0 or goes_right.all() or not goes_right.any():
             # Trivial split: the tree lies outside the support of the prior.
             log_prior_total = -math.inf
@@ -421,19 +459,21 @@ def _tree_log_terms(
     return log_prior_total, log_lik_total
 
 
-def log_prior(tree: Any, X: ArrayLike, *, alpha: float = 0.95, beta: float = 0.5) -> float:
+def log_prior(
+    tree: Any, X: ArrayLike, *, alpha: float = 0.95, beta: float = 0.5, candidates: Any = None
+) -> float:
     """Log prior probability ``log P(T | X)`` of a tree under the BCART prior.
 
     Parameters
     ----------
     tree : Tree
-        A tree with binary-feature splits (an :class:`arboretum.tree.Tree`
-        or any object with ``children_left``, ``children_right`` and
-        ``feature`` arrays, node 0 being the root).
-    X : array-like of shape (n_samples, n_features)
-        Binary training features.
+        See :func:`log_posterior`.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Training features: 0/1, or raw values when ``candidates`` is given.
     alpha, beta : float
         Parameters of the :class:`ChipmanPrior`.
+    candidates : Binarizer or array-like, optional
+        The questions the prior counts (see :func:`log_posterior`).
 
     Returns
     -------
@@ -441,14 +481,17 @@ def log_prior(tree: Any, X: ArrayLike, *, alpha: float = 0.95, beta: float = 0.5
         ``log P(T | X)``; ``-inf`` when the tree is degenerate (some split
         does not separate the samples reaching it).
     """
-    X_arr = np.asarray(X)
+    Q, route = _questions(tree, X, candidates)
+    X_arr = np.asarray(Q)
     dummy_y = np.zeros(X_arr.shape[0] if X_arr.ndim == 2 else 0, dtype=np.int64)
     X_bin, y_int, rho_vec = _validate_data(X_arr, dummy_y, 1.0)
     prior = ChipmanPrior(alpha, beta)
-    return _tree_log_terms(tree, X_bin, prior, _dirichlet_leaf(y_int, rho_vec))[0]
+    return _tree_log_terms(tree, X_bin, prior, _dirichlet_leaf(y_int, rho_vec), route)[0]
 
 
-def log_marginal_likelihood(tree: Any, X: ArrayLike, y: ArrayLike, *, rho: ArrayLike = (2.5, 2.5)) -> float:
+def log_marginal_likelihood(
+    tree: Any, X: ArrayLike, y: ArrayLike, *, rho: ArrayLike = (2.5, 2.5), candidates: Any = None
+) -> float:
     """Log marginal likelihood ``log P(Y | X, T)`` of the labels given a tree.
 
     The leaf class probabilities are integrated out under independent
@@ -458,21 +501,25 @@ def log_marginal_likelihood(tree: Any, X: ArrayLike, y: ArrayLike, *, rho: Array
     Parameters
     ----------
     tree : Tree
-        See :func:`log_prior`.
-    X : array-like of shape (n_samples, n_features)
-        Binary training features.
+        See :func:`log_posterior`.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Training features: 0/1, or raw values when ``candidates`` is given
+        (the likelihood does not depend on them, only the routing does).
     y : array-like of shape (n_samples,)
         Class indices ``0 .. K-1``.
     rho : float or sequence of float, default=(2.5, 2.5)
         Concentrations in class-index order; a scalar means
         ``(rho,) * K`` with ``K = max(max(y) + 1, 2)``.
+    candidates : Binarizer or array-like, optional
+        See :func:`log_posterior`.
 
     Returns
     -------
     float
     """
-    X_bin, y_int, rho_vec = _validate_data(X, y, rho)
-    return _tree_log_terms(tree, X_bin, ChipmanPrior(), _dirichlet_leaf(y_int, rho_vec))[1]
+    Q, route = _questions(tree, X, candidates)
+    X_bin, y_int, rho_vec = _validate_data(Q, y, rho)
+    return _tree_log_terms(tree, X_bin, ChipmanPrior(), _dirichlet_leaf(y_int, rho_vec), route)[1]
 
 
 def log_posterior(
@@ -484,6 +531,7 @@ def log_posterior(
     beta: float = 0.5,
     rho: ArrayLike = (2.5, 2.5),
     sample_weight: ArrayLike | None = None,
+    candidates: Any = None,
 ) -> float:
     """Unnormalised log posterior ``log P(T, Y | X)`` of a tree (spec-000 §2.5).
 
@@ -500,12 +548,13 @@ def log_posterior(
     Parameters
     ----------
     tree : Tree
-        A tree with binary-feature splits (left child iff ``x[f] == 0``):
-        an :class:`arboretum.tree.Tree` or any object with
+        An :class:`arboretum.Tree` with splits of any kind (with
+        ``candidates``), or a tree with binary-feature splits (left child iff
+        ``x[f] == 0``): an :class:`arboretum.Tree` or any object with
         ``children_left``, ``children_right`` (``-1`` at leaves) and
         ``feature`` arrays, node 0 being the root.
-    X : array-like of shape (n_samples, n_features)
-        Binary training features.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Training features: 0/1, or raw values when ``candidates`` is given.
     y : array-like of shape (n_samples,)
         Class indices ``0 .. K-1``.
     alpha, beta : float, default=(0.95, 0.5)
@@ -520,6 +569,16 @@ def log_posterior(
         copies of the row; the prior depends only on which distinct rows a
         node holds, so it is unchanged).  Samples of weight 0 still count for
         ``V(I)``: remove them first if they should not.
+    candidates : Binarizer or array-like of shape (n_samples, n_questions), optional
+        The binary questions that the prior counts as the candidate splits:
+        ``V(I)`` is the set of questions that take both values on ``I``.
+        Needed when ``tree`` has threshold, category or hyperplane splits on
+        raw ``X`` (a tree of an estimator fitted on raw data): pass the
+        estimator's fitted ``binarizer_`` (its ``transform(X)`` gives the
+        questions) or the 0/1 matrix itself; ``tree`` then routes ``X`` with
+        its own splits, as :meth:`arboretum.Tree.apply` does.  With the
+        questions the estimator searched, the value equals the estimator's
+        ``log_posterior_``.  None (default): ``X`` is 0/1 and is both.
 
     Returns
     -------
@@ -530,64 +589,36 @@ def log_posterior(
     Raises
     ------
     ValueError
-        On invalid data or parameters, or a tree with non-binary splits.
+        On invalid data or parameters, or a tree with non-binary splits and
+        no ``candidates``.
+
+    Examples
+    --------
+    A tree fitted on raw values, scored with the questions it was searched over:
+
+    >>> from sklearn.datasets import load_iris
+    >>> from arboretum import MAPTreeClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MAPTreeClassifier().fit(X, y)
+    >>> lp = log_posterior(clf.tree_, X, y, rho=clf.rho_, candidates=clf.binarizer_)
+    >>> bool(abs(lp - clf.log_posterior_) < 1e-9)
+    True
     """
     prior = ChipmanPrior(alpha, beta)
-    X_bin, y_int, rho_vec = _validate_data(X, y, rho)
+    Q, route = _questions(tree, X, candidates)
+    X_bin, y_int, rho_vec = _validate_data(Q, y, rho)
     w = None
     if sample_weight is not None:
         w = np.asarray(sample_weight, dtype=np.float64)
         if w.shape != y_int.shape or not np.all(np.isfinite(w) & (w >= 0)):
             raise ValueError("sample_weight must be a finite non-negative vector with one value per sample")
-    lp, ll = _tree_log_terms(tree, X_bin, prior, _dirichlet_leaf(y_int, rho_vec, w))
+    lp, ll = _tree_log_terms(tree, X_bin, prior, _dirichlet_leaf(y_int, rho_vec, w), route)
     return lp + ll
 
 
 # ---------------------------------------------------------------------------
-# Heuristic and leaf cost (cost form)
+# Leaf cost (cost form)
 # ---------------------------------------------------------------------------
-
-
-def heuristic(
-    counts: ArrayLike,
-    d: ArrayLike,
-    alpha: float = 0.95,
-    beta: float = 0.5,
-    rho: ArrayLike = (2.5, 2.5),
-) -> np.float64 | NDArray[np.float64]:
-    """Perfect Split heuristic of MAPTree, as a cost (spec-000 §2.7, §2.8).
-
-    ``h = -max( log l(c), log p_split(d) + sum_k log l(c_k e_k) )``: the cost
-    of the best conceivable subtree, which is either a leaf (charged the bare
-    likelihood, without ``p_leaf``) or one split that puts every class into
-    its own pure, unsplittable leaf (charged ``p_split(d)``, not divided by
-    the number of valid splits).  It is consistent and therefore a lower
-    bound on the optimal cost of the subproblem.
-
-    Parameters
-    ----------
-    counts : array-like of shape (..., K)
-        Class counts of the subproblem; vectorised over leading axes.
-    d : int or array-like of int
-        Depth of the subproblem (broadcast against ``counts[..., 0]``).
-    alpha, beta : float
-        Parameters of the :class:`ChipmanPrior`.
-    rho : float or array-like of shape (K,)
-        Concentrations in class-index order.
-
-    Returns
-    -------
-    float or ndarray
-        ``h >= 0``.
-    """
-    prior = ChipmanPrior(alpha, beta)
-    c = np.asarray(counts, dtype=np.float64)
-    if c.ndim == 0:
-        raise ValueError("counts must have a class axis (shape (..., K))")
-    r = validate_rho(rho, c.shape[-1])
-    leaf_term = log_dirichlet_multinomial(c, r)
-    split_term = prior.log_p_split(d) + _log_pure_likelihoods(c, r)
-    return -np.maximum(leaf_term, split_term)
 
 
 def leaf_cost(
@@ -627,441 +658,6 @@ def leaf_cost(
     r = validate_rho(rho, c.shape[-1])
     log_p_leaf = np.where(np.asarray(n_valid) > 0, prior.log_p_stop(d), 0.0)
     return -(log_p_leaf + log_dirichlet_multinomial(c, r))
-
-
-# ---------------------------------------------------------------------------
-# Exact oracles
-# ---------------------------------------------------------------------------
-
-
-def _logsumexp(values: Sequence[float]) -> float:
-    """Return ``log(sum(exp(values)))`` of Python floats, allowing ``-inf`` entries."""
-    top = max(values)
-    if top == -math.inf:
-        return -math.inf
-    return top + math.log(math.fsum(math.exp(v - top) for v in values))
-
-
-class _SubsetOracle:
-    """Exact dynamic programmes over the BCART AND/OR graph of a small data set.
-
-    The subproblem ``(I, d)`` -- the samples ``I`` reaching a node at depth
-    ``d`` -- is solved exactly by recursion over its valid splits, with
-    memoisation on the exact key ``(mask, d)``, where ``mask`` is the bit
-    mask of ``I`` (bit ``i`` set iff sample ``i`` is in ``I``).  All values
-    are **costs**, ``-log`` probabilities.  Intended for tests and small data
-    (the number of reachable subproblems grows exponentially).
-
-    This base class holds everything that depends only on the binary
-    features and the :class:`ChipmanPrior`; a subclass supplies the leaf
-    model through :meth:`log_likelihood` (:class:`BCARTOracle`: Dirichlet
-    leaves for classification; :class:`RegressionOracle`: normal-inverse-gamma
-    leaves for regression).
-    """
-
-    def _init_subsets(self, X_bin: NDArray[np.uint8], alpha: float, beta: float) -> None:
-        """Set up the subset machinery for binary features ``X_bin``."""
-        self.prior = ChipmanPrior(alpha, beta)
-        self.n_samples, self.n_features = X_bin.shape
-        self.root = (1 << self.n_samples) - 1
-        self._ones = [self._mask_of(X_bin[:, f] == 1) for f in range(self.n_features)]
-        max_depth = self.n_features + 1
-        self._log_split = [float(self.prior.log_p_split(d)) for d in range(max_depth + 1)]
-        self._log_stop = [float(self.prior.log_p_stop(d)) for d in range(max_depth + 1)]
-        # Memo tables: per subset, and per (subset, depth).
-        self._log_lik: dict[int, float] = {}
-        self._valid: dict[int, tuple[int, ...]] = {}
-        self._best: dict[tuple[int, int], tuple[float, int]] = {}
-        self._evidence: dict[tuple[int, int], float] = {}
-        self._coopt: dict[tuple[int, int, float], frozenset[str]] = {}
-
-    def log_likelihood(self, mask: int) -> float:  # pragma: no cover - abstract
-        """Leaf log marginal likelihood of the subset ``mask``."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _mask_of(selected: NDArray[np.bool_]) -> int:
-        """Return the bit mask of the ``True`` positions of a boolean vector."""
-        mask = 0
-        for i in np.flatnonzero(selected):
-            mask |= 1 << int(i)
-        return mask
-
-    # -- subproblem descriptors ---------------------------------------------
-
-    def subset_mask(self, indices: Sequence[int]) -> int:
-        """Return the bit mask of a collection of sample indices."""
-        mask = 0
-        for i in indices:
-            if not 0 <= int(i) < self.n_samples:
-                raise ValueError(f"sample index {i} out of range")
-            mask |= 1 << int(i)
-        return mask
-
-    def valid_features(self, mask: int) -> tuple[int, ...]:
-        """Features ``V(I)`` that split the subset ``mask`` non-trivially, in increasing order."""
-        if mask not in self._valid:
-            size = mask.bit_count()
-            self._valid[mask] = tuple(
-                f for f, ones in enumerate(self._ones) if 0 < (mask & ones).bit_count() < size
-            )
-        return self._valid[mask]
-
-    def split(self, mask: int, f: int) -> tuple[int, int]:
-        """Return the subsets ``(I|x_f=0, I|x_f=1)`` of ``mask``."""
-        ones = mask & self._ones[f]
-        return mask & ~ones, ones
-
-    def leaf_cost(self, mask: int, d: int) -> float:
-        """Cost ``-log p_leaf(d, I) - log l(c(I))`` of making ``(I, d)`` a leaf."""
-        log_p_leaf = self._log_stop[d] if self.valid_features(mask) else 0.0
-        return -log_p_leaf - self.log_likelihood(mask)
-
-    def split_penalty(self, mask: int, d: int) -> float:
-        """Cost ``-log p_split(d) + log |V(I)|`` of the edge to any AND child of ``(I, d)``."""
-        return -self._log_split[d] + math.log(len(self.valid_features(mask)))
-
-    # -- optimisation --------------------------------------------------------
-
-    def _solve(self, mask: int, d: int) -> tuple[float, int]:
-        """Return ``(best cost, choice)`` of ``(I, d)``; ``choice`` is -1 for a leaf or the feature."""
-        key = (mask, d)
-        if key in self._best:
-            return self._best[key]
-        best_cost, choice = self.leaf_cost(mask, d), -1
-        valid = self.valid_features(mask)
-        if valid:
-            penalty = self.split_penalty(mask, d)
-            for f in valid:
-                left, right = self.split(mask, f)
-                cost = penalty + self._solve(left, d + 1)[0] + self._solve(right, d + 1)[0]
-                # Replace only on a clear improvement: ties keep the leaf, then the lowest feature.
-                if cost < best_cost - _TIE_RTOL * max(1.0, abs(cost)):
-                    best_cost, choice = cost, f
-        self._best[key] = (best_cost, choice)
-        return best_cost, choice
-
-    def value(self, mask: int, d: int) -> float:
-        """Optimal cost ``val(I, d)`` of the subproblem (spec-000 §2.6 Bellman equation)."""
-        return self._solve(mask, d)[0]
-
-    def best_tree(self, mask: int | None = None, d: int = 0) -> tuple[float, str]:
-        """Return ``(optimal cost, tree)`` of ``(I, d)``; the root problem by default.
-
-        Ties are broken towards the leaf first, then the lowest feature index
-        (costs equal up to a relative ``1e-12`` count as ties).
-        """
-        mask = self.root if mask is None else mask
-        cost, choice = self._solve(mask, d)
-        return cost, self._tree_string(mask, d, choice)
-
-    def _tree_string(self, mask: int, d: int, choice: int) -> str:
-        if choice < 0:
-            return ""
-        left, right = self.split(mask, choice)
-        left_tree = self._tree_string(left, d + 1, self._solve(left, d + 1)[1])
-        right_tree = self._tree_string(right, d + 1, self._solve(right, d + 1)[1])
-        return f"({left_tree}{choice}{right_tree})"
-
-    def co_optimal(self, mask: int | None = None, d: int = 0, tol: float = 1e-9) -> frozenset[str]:
-        """All trees for ``(I, d)`` whose cost is within ``tol`` of the optimum.
-
-        Computed by the same recursion as :meth:`value`: a split is kept when
-        its best cost is within ``tol`` of the optimum, and its co-optimal
-        trees are all pairs of co-optimal child trees.  The tolerance is
-        therefore applied at each level, which identifies trees whose costs
-        agree up to floating-point rounding.
-        """
-        mask = self.root if mask is None else mask
-        key = (mask, d, tol)
-        if key in self._coopt:
-            return self._coopt[key]
-        target = self.value(mask, d) + tol
-        trees: set[str] = set()
-        if self.leaf_cost(mask, d) <= target:
-            trees.add("")
-        valid = self.valid_features(mask)
-        if valid:
-            penalty = self.split_penalty(mask, d)
-            for f in valid:
-                left, right = self.split(mask, f)
-                if penalty + self.value(left, d + 1) + self.value(right, d + 1) <= target:
-                    left_trees = self.co_optimal(left, d + 1, tol)
-                    right_trees = self.co_optimal(right, d + 1, tol)
-                    trees.update(f"({a}{f}{b})" for a in left_trees for b in right_trees)
-        result = frozenset(trees)
-        self._coopt[key] = result
-        return result
-
-    def log_evidence(self, mask: int | None = None, d: int = 0) -> float:
-        """Log of the sum of ``P(T, Y_I | X_I)`` over all subtrees ``T`` of ``(I, d)``.
-
-        At the root this is the evidence ``log P(Y | X)``.
-        """
-        mask = self.root if mask is None else mask
-        key = (mask, d)
-        if key in self._evidence:
-            return self._evidence[key]
-        terms = [-self.leaf_cost(mask, d)]
-        valid = self.valid_features(mask)
-        if valid:
-            penalty = self.split_penalty(mask, d)
-            for f in valid:
-                left, right = self.split(mask, f)
-                terms.append(-penalty + self.log_evidence(left, d + 1) + self.log_evidence(right, d + 1))
-        result = _logsumexp(terms)
-        self._evidence[key] = result
-        return result
-
-    # -- enumeration ---------------------------------------------------------
-
-    def enumerate(
-        self,
-        mask: int | None = None,
-        d: int = 0,
-        which: Literal["joint", "prior", "likelihood"] = "joint",
-    ) -> Iterator[tuple[str, float]]:
-        """Yield ``(tree, cost)`` for every non-degenerate tree of ``(I, d)``.
-
-        Trees come in a fixed order: the leaf, then the splits by increasing
-        feature, each with every (left, right) pair of subtrees.  The cost of
-        each tree is the sum of its own node terms (no minimisation), so this
-        is an independent check of the dynamic programmes.
-
-        Parameters
-        ----------
-        mask : int, optional
-            Subset bit mask; the full data set by default.
-        d : int, default=0
-            Depth of the subproblem.
-        which : {"joint", "prior", "likelihood"}, default="joint"
-            ``"joint"`` yields ``-log P(T, Y | X)``, ``"prior"``
-            ``-log P(T | X)`` and ``"likelihood"`` ``-log P(Y | X, T)``.
-        """
-        if which not in ("joint", "prior", "likelihood"):
-            raise ValueError(f"which must be 'joint', 'prior' or 'likelihood', got {which!r}")
-        mask = self.root if mask is None else mask
-        memo: dict[tuple[int, int], list[tuple[str, float]]] = {}
-        yield from self._enumerate(mask, d, which, memo)
-
-    def _node_costs(self, mask: int, d: int, which: str) -> tuple[float, float]:
-        """Return the (leaf, split-penalty) costs of ``(I, d)`` for the requested part."""
-        valid = self.valid_features(mask)
-        log_p_leaf = self._log_stop[d] if valid else 0.0
-        penalty = -self._log_split[d] + math.log(len(valid)) if valid else math.inf
-        if which == "prior":
-            return -log_p_leaf, penalty
-        if which == "likelihood":
-            return -self.log_likelihood(mask), 0.0
-        return -log_p_leaf - self.log_likelihood(mask), penalty
-
-    def _enumerate(
-        self, mask: int, d: int, which: str, memo: dict[tuple[int, int], list[tuple[str, float]]]
-    ) -> Iterator[tuple[str, float]]:
-        leaf, penalty = self._node_costs(mask, d, which)
-        yield "", leaf
-        for f in self.valid_features(mask):
-            left, right = self.split(mask, f)
-            left_trees = self._subtrees(left, d + 1, which, memo)
-            right_trees = self._subtrees(right, d + 1, which, memo)
-            for left_tree, left_cost in left_trees:
-                for right_tree, right_cost in right_trees:
-                    yield f"({left_tree}{f}{right_tree})", penalty + left_cost + right_cost
-
-    def _subtrees(
-        self, mask: int, d: int, which: str, memo: dict[tuple[int, int], list[tuple[str, float]]]
-    ) -> list[tuple[str, float]]:
-        key = (mask, d)
-        if key not in memo:
-            memo[key] = list(self._enumerate(mask, d, which, memo))
-        return memo[key]
-
-    def count_trees(self, mask: int | None = None, d: int = 0) -> int:
-        """Number of non-degenerate trees of ``(I, d)`` (all trees by default)."""
-        mask = self.root if mask is None else mask
-        memo: dict[tuple[int, int], int] = {}
-
-        def count(m: int, depth: int) -> int:
-            key = (m, depth)
-            if key not in memo:
-                total = 1
-                for f in self.valid_features(m):
-                    left, right = self.split(m, f)
-                    total += count(left, depth + 1) * count(right, depth + 1)
-                memo[key] = total
-            return memo[key]
-
-        return count(mask, d)
-
-    def reachable_states(self) -> Iterator[tuple[int, int]]:
-        """Yield every subproblem ``(mask, d)`` reachable from the root, each once."""
-        seen = {(self.root, 0)}
-        frontier = [(self.root, 0)]
-        while frontier:
-            mask, d = frontier.pop()
-            yield mask, d
-            for f in self.valid_features(mask):
-                for child in self.split(mask, f):
-                    key = (child, d + 1)
-                    if key not in seen:
-                        seen.add(key)
-                        frontier.append(key)
-
-
-class BCARTOracle(_SubsetOracle):
-    """Exact dynamic programmes over the BCART AND/OR graph of a small classification data set.
-
-    The subproblem ``(I, d)`` -- the samples ``I`` reaching a node at depth
-    ``d`` -- is solved exactly by recursion over its valid splits, with
-    memoisation on the exact key ``(mask, d)``, where ``mask`` is the bit
-    mask of ``I`` (bit ``i`` set iff sample ``i`` is in ``I``).  All values
-    are **costs**, ``-log`` probabilities.  Intended for tests and small data
-    (the number of reachable subproblems grows exponentially).  Leaves have
-    Dirichlet(``rho``) class probabilities, integrated out.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Binary features.
-    y : array-like of shape (n_samples,)
-        Class indices ``0 .. K-1``.
-    alpha, beta : float, default=(0.95, 0.5)
-        Parameters of the :class:`ChipmanPrior`.
-    rho : float or sequence of float, default=(2.5, 2.5)
-        Dirichlet concentrations in class-index order (see
-        :func:`log_posterior`).
-
-    Attributes
-    ----------
-    n_samples, n_features, n_classes : int
-    prior : ChipmanPrior
-    rho : ndarray of shape (n_classes,)
-    root : int
-        Bit mask of all samples; the root subproblem is ``(root, 0)``.
-    """
-
-    def __init__(
-        self,
-        X: ArrayLike,
-        y: ArrayLike,
-        *,
-        alpha: float = 0.95,
-        beta: float = 0.5,
-        rho: ArrayLike = (2.5, 2.5),
-    ) -> None:
-        ChipmanPrior(alpha, beta)  # parameter errors before data errors
-        X_bin, y_int, self.rho = _validate_data(X, y, rho)
-        self._init_subsets(X_bin, alpha, beta)
-        self.n_classes = self.rho.size
-        self._class_masks = [self._mask_of(y_int == k) for k in range(self.n_classes)]
-        self._counts: dict[int, tuple[int, ...]] = {}
-
-    def counts(self, mask: int) -> tuple[int, ...]:
-        """Class counts ``(c_0, ..., c_{K-1})`` of the subset ``mask``."""
-        if mask not in self._counts:
-            self._counts[mask] = tuple((mask & m).bit_count() for m in self._class_masks)
-        return self._counts[mask]
-
-    def log_likelihood(self, mask: int) -> float:
-        """Leaf log marginal likelihood ``log l(c(I))`` of the subset ``mask``."""
-        if mask not in self._log_lik:
-            self._log_lik[mask] = float(log_dirichlet_multinomial(self.counts(mask), self.rho))
-        return self._log_lik[mask]
-
-    def heuristic(self, mask: int, d: int) -> float:
-        """Perfect Split heuristic ``h(I, d)`` (see :func:`heuristic`)."""
-        return float(heuristic(self.counts(mask), d, self.prior.alpha, self.prior.beta, self.rho))
-
-
-def exact_map(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    alpha: float = 0.95,
-    beta: float = 0.5,
-    rho: ArrayLike = (2.5, 2.5),
-) -> tuple[float, str]:
-    """Exact MAP tree of the BCART posterior by dynamic programming.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Binary features.
-    y : array-like of shape (n_samples,)
-        Class indices ``0 .. K-1``.
-    alpha, beta : float, default=(0.95, 0.5)
-        Parameters of the :class:`ChipmanPrior`.
-    rho : float or sequence of float, default=(2.5, 2.5)
-        Dirichlet concentrations in class-index order.
-
-    Returns
-    -------
-    opt_cost : float
-        ``OPT = min_T -log P(T, Y | X)``, a non-negative cost.
-    tree : str
-        A MAP tree in parenthesis notation; ties go to the leaf first, then
-        to the lowest feature index.
-    """
-    return BCARTOracle(X, y, alpha=alpha, beta=beta, rho=rho).best_tree()
-
-
-def co_optimal_trees(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    alpha: float = 0.95,
-    beta: float = 0.5,
-    rho: ArrayLike = (2.5, 2.5),
-    tol: float = 1e-9,
-) -> tuple[float, set[str]]:
-    """All MAP trees: the trees whose cost is within ``tol`` of ``OPT``.
-
-    Computed by dynamic programming (sets of co-optimal subtrees per
-    subproblem), not by enumeration; see :meth:`BCARTOracle.co_optimal`.
-
-    Returns
-    -------
-    opt_cost : float
-        ``OPT``, a non-negative cost.
-    trees : set of str
-        The co-optimal trees in parenthesis notation.
-    """
-    oracle = BCARTOracle(X, y, alpha=alpha, beta=beta, rho=rho)
-    return oracle.value(oracle.root, 0), set(oracle.co_optimal(tol=tol))
-
-
-def enumerate_trees(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    alpha: float = 0.95,
-    beta: float = 0.5,
-    rho: ArrayLike = (2.5, 2.5),
-    which: Literal["joint", "prior", "likelihood"] = "joint",
-) -> Iterator[tuple[str, float]]:
-    """Brute force: yield ``(tree, cost)`` for every non-degenerate tree.
-
-    ``cost = -log P(T, Y | X)`` by default (see
-    :meth:`BCARTOracle.enumerate` for ``which``).  The number of trees grows
-    super-exponentially; use only on tiny data sets.
-    """
-    return BCARTOracle(X, y, alpha=alpha, beta=beta, rho=rho).enumerate(which=which)
-
-
-def log_evidence(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    alpha: float = 0.95,
-    beta: float = 0.5,
-    rho: ArrayLike = (2.5, 2.5),
-) -> float:
-    """Log evidence ``log P(Y | X) = log sum_T P(T, Y | X)`` by a log-sum-exp DP.
-
-    ``log_posterior(T) - log_evidence`` is the normalised log posterior
-    probability ``log P(T | X, Y)`` of a tree.
-    """
-    return BCARTOracle(X, y, alpha=alpha, beta=beta, rho=rho).log_evidence()
 
 
 # ---------------------------------------------------------------------------
@@ -1249,191 +845,6 @@ class NIGPrior:
         return (self.kappa * self.mean + sum_y) / (self.kappa + n)
 
 
-def _min_window_ss(y: NDArray[np.float64], w: NDArray[np.int64], k_max: int) -> NDArray[np.float64]:
-    """Lower bounds ``m[k] <= SSmin(k)`` for ``k = 0 .. k_max``, non-decreasing in ``k``.
-
-    ``SSmin(k)`` is the smallest sum of squares about their mean of any ``k``
-    values of the multiset holding ``y[i]`` ``w[i]`` times.  A minimising
-    subset is a run of ``k`` consecutive values in sorted order, so
-    ``SSmin(k)`` is the minimum over sliding windows of the sorted, replicated
-    values.  (If a subset skips a value ``v`` lying strictly between two of
-    its members, replace whichever extreme member lies farther from the
-    subset mean ``c`` by ``v``, which is closer to ``c``; ``sum (y - c)**2``
-    decreases and the sum of squares about the new mean is smaller still.
-    Repeating this ends in a window.)  Each window's sum of squares is lowered
-    by a worst-case rounding margin, and the running maximum keeps ``m``
-    non-decreasing (``SSmin`` is: a set's sum of squares is at least that of
-    any of its subsets, since adding ``x`` to ``A`` adds
-    ``|A| / (|A| + 1) (x - mean_A)**2 >= 0``).
-    Replication is capped: beyond ``4_000_000`` values ``m = 0``, a valid and
-    weaker bound.
-    """
-    out = np.zeros(k_max + 1, dtype=np.float64)
-    total = int(w.sum())
-    if total > 4_000_000 or k_max < 2:
-        return out
-    order = np.argsort(y, kind="stable")
-    z = np.repeat(y[order] - float(np.dot(w, y) / total), w[order])
-    p1 = np.concatenate(([0.0], np.cumsum(z)))
-    p2 = np.concatenate(([0.0], np.cumsum(z * z)))
-    # First-order worst case of the rounding of sequential prefix sums and of
-    # s2 - s1**2 / k (|s1| / k <= max|z|): subtracted from every window.
-    eps = np.finfo(np.float64).eps
-    margin = 4.0 * (z.size + 2) * eps * (p2[-1] + np.abs(z).max() * np.abs(z).sum())
-    for k in range(2, k_max + 1):
-        s1 = p1[k:] - p1[:-k]
-        s2 = p2[k:] - p2[:-k]
-        ss = s2 - s1 * s1 / k
-        out[k] = max(out[k - 1], float(ss.min()) - margin, 0.0)
-    return out
-
-
-def nig_bound_tables(
-    y: ArrayLike,
-    sample_weight: ArrayLike | None,
-    prior: NIGPrior,
-    *,
-    dp_max: int = 2048,
-    window_budget: int = 20_000_000,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Tables of the admissible split bound of MAPTree regression (normal-inverse-gamma leaves).
-
-    Returns ``(B, L0)``, arrays indexed by a total weight ``n = 0 .. sum(w)``:
-    ``L0[n]`` is :meth:`NIGPrior.perfect_cost` and ``B[n]`` a lower bound on
-    ``sum_L -log p(y_L)`` over every way of cutting ``n`` (replicated) training
-    targets into leaves.  The search's lower bound of a splittable OR node
-    ``(S, d)`` with total weight ``N`` is then
-
-        h(S, d) = min( leafcost(S, d),  -log p_split(d) + max(B[N], L0[N] + Q(S)) )
-
-    where ``Q(S) = sum over groups g of identical feature rows in S of
-    w_g * q_g`` and ``q_g = log(1 + SS_g / (2 b0)) / 2``, ``SS_g`` the
-    weighted sum of squares of the targets of group ``g``.
-
-    **Proof that h(S, d) <= val(S, d)** (the optimal cost of the subproblem).
-    ``val`` is the minimum of the exact leaf cost, which is the first term,
-    and of the costs of the trees that split at ``(S, d)``.  Take such a tree.
-    Its cost is ``-log p_split(d) + log|V(S)|`` plus, for every internal node
-    below, ``-log p_split + log|V| >= 0``, plus for every leaf ``L``,
-    ``-log p_leaf >= 0`` and ``NLL(L) = -log p(y_L)``.  Dropping the
-    non-negative prior terms, it costs at least ``-log p_split(d) + sum_L NLL(L)``
-    over its leaves, which partition the (replicated) samples of ``S``.  Write
-    ``a0, b0, kappa0`` for shape, scale and kappa; a leaf of weight ``n`` has
-    ``a_n = a0 + n/2``, ``kappa_n = kappa0 + n`` and
-    ``b_n = b0 + SS_L/2 + kappa0 n (ybar - mu0)^2 / (2 kappa_n) >= b0 + SS_L / 2``.
-    Comparing the closed form with ``L0`` gives the identity
-
-        NLL(L) = L0(n) + a_n log(b_n / b0).                                  (1)
-
-    *Step 1 (c_k decreases).*  ``L0(n) = sum_{k<n} c_k`` with
-    ``c_k = lgamma(a0 + k/2) - lgamma(a0 + (k+1)/2) + log(2 pi b0)/2 + log((kappa0+k+1)/(kappa0+k))/2``;
-    ``lgamma(x) - lgamma(x + 1/2)`` decreases in ``x`` (the digamma function
-    increases) and so does the last term, so ``c_k`` is strictly decreasing.
-    Hence ``L0`` is superadditive: ``L0(m) + L0(n) >= L0(m + n)`` because
-    ``L0(m+n) - L0(m) = sum_{k<n} c_{m+k} <= sum_{k<n} c_k``.
-
-    *Step 2 (groups).*  Samples with identical feature rows are never
-    separated by a split, so each group ``g`` of ``S`` lies in one leaf, and
-    ``SS_L >= sum_{g in L} SS_g`` (the within-group parts of the sum of
-    squares).  In (1), ``log(b_n/b0) >= 0`` and ``a_n >= n/2 = sum_g w_g / 2``,
-    and ``b_n / b0 >= 1 + SS_g / (2 b0)`` for each ``g`` in ``L``, so
-    ``NLL(L) >= L0(n_L) + sum_{g in L} w_g q_g``.  Summing over the leaves and
-    using Step 1: ``sum_L NLL(L) >= L0(N) + Q(S)``.
-
-    *Step 3 (spread).*  Let ``m(n) <= SSmin(n)`` be the non-decreasing lower
-    bound of :func:`_min_window_ss`: no ``n`` of the training targets (with
-    replication) have a sum of squares below ``SSmin(n)``, in particular no
-    leaf's.  By (1), ``NLL(L) >= phi(n_L)`` with
-    ``phi(n) = L0(n) + (a0 + n/2) log(1 + m(n) / (2 b0))``, so
-    ``sum_L NLL(L) >= Phi(N) := min over compositions N = n_1 + ... + n_r of
-    sum_j phi(n_j)``, computed exactly by dynamic programming for
-    ``N <= dp_max``.  For larger ``N`` a chain-rule relaxation is used:
-    since ``m`` is non-decreasing and ``a0 > 0``,
-    ``phi(n) >= sum_{i<n} c'_i`` with ``c'_i = c_i + log(1 + m(i)/(2 b0))/2``.
-    Sort the multiset of positions ``{i : 0 <= i < n_j, j = 1..r}`` as
-    ``u_1 <= ... <= u_N``: for every ``t`` at least ``min(N, t + 1)``
-    positions are ``<= t`` (a part of size ``> t`` has ``t + 1`` of them,
-    otherwise all of them are), so ``u_k <= k - 1`` and
-    ``c'_{u_k} >= d_{k-1} := min_{j <= k-1} c'_j``.  Hence every composition
-    costs at least ``D(N) := sum_{k<N} d_k``.
-
-    So ``sum_L NLL(L) >= max(B[N], L0(N) + Q(S))`` with ``B = Phi`` (``N <=
-    dp_max``) or ``D``, and ``h(S, d) <= val(S, d)``.  ``B`` is lowered by a
-    relative ``1e-10`` against rounding.  The bound ignores the prior terms
-    below the split, the pull of ``kappa0`` towards ``mu0`` and which cuts the
-    features can make; for a node whose targets all equal ``mu0`` it is
-    ``-log p_split(d) + L0(N)``, the cost of one leaf holding them all.  Every
-    quantity shifts by the same ``N log|c|`` when ``y``, ``mean`` and
-    ``sqrt(scale)`` are rescaled by ``c`` together, so the search makes the
-    same decisions.
-
-    Parameters
-    ----------
-    y : array-like of shape (n_samples,)
-        Training targets.
-    sample_weight : array-like of int, shape (n_samples,), or None
-        Integer replication weights (None: all 1).
-    prior : NIGPrior
-    dp_max : int, default=2048
-        Largest total weight for which ``Phi`` is computed (``O(dp_max**2)``).
-    window_budget : int, default=20_000_000
-        Work budget of the sliding-window minimum (``m`` is computed for
-        window sizes up to ``window_budget / sum(w)`` and held constant beyond).
-
-    Returns
-    -------
-    B, L0 : ndarray of float64, shape (sum(w) + 1,)
-    """
-    y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
-    w = np.ones(y_arr.shape[0], dtype=np.int64) if sample_weight is None else np.asarray(sample_weight, dtype=np.int64)
-    total = int(w.sum())
-    n = np.arange(total + 1, dtype=np.float64)
-    L0 = np.asarray(prior.perfect_cost(n), dtype=np.float64)
-    a0, b0, k0 = prior.shape, prior.scale, prior.kappa
-    k_max = int(min(total, max(2, window_budget // max(total, 1))))
-    m_small = _min_window_ss(y_arr, w, k_max)
-    m = np.empty(total + 1, dtype=np.float64)
-    m[: k_max + 1] = m_small
-    m[k_max + 1 :] = m_small[-1]
-    spread = np.log1p(m / (2.0 * b0))
-    # Chain-rule bound D (every N).
-    k = n[:-1]
-    c = (
-        gammaln(a0 + 0.5 * k) - gammaln(a0 + 0.5 * (k + 1.0)) + 0.5 * math.log(2.0 * math.pi * b0)
-        + 0.5 * np.log1p(1.0 / (k0 + k))
-    )
-    d = np.minimum.accumulate(c + 0.5 * spread[:-1])
-    B = np.concatenate(([0.0], np.cumsum(d)))
-    # Exact minimum over compositions, Phi (N <= dp_max).
-    T = int(min(total, dp_max))
-    phi = L0[: T + 1] + (a0 + 0.5 * n[: T + 1]) * spread[: T + 1]
-    Phi = np.zeros(T + 1, dtype=np.float64)
-    for N in range(1, T + 1):
-        Phi[N] = np.min(phi[1 : N + 1] + Phi[N - 1 :: -1])
-    B[: T + 1] = np.maximum(B[: T + 1], Phi)
-    B -= 1e-10 * (1.0 + np.abs(B))
-    return B, L0
-
-
-def group_spread_terms(
-    y: ArrayLike, sample_weight: ArrayLike | None, groups: ArrayLike, prior: NIGPrior
-) -> NDArray[np.float64]:
-    """Per-sample terms ``q_g(i) = log(1 + SS_g / (2 b0)) / 2`` of the group bound (see :func:`nig_bound_tables`).
-
-    ``groups[i]`` numbers the distinct feature rows; ``SS_g`` is the weighted
-    sum of squares of the targets of group ``g`` about their mean.  The terms
-    are lowered by a relative ``1e-9`` against rounding.
-    """
-    y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
-    w = np.ones_like(y_arr) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    g = np.asarray(groups, dtype=np.int64).reshape(-1)
-    n_groups = int(g.max()) + 1 if g.size else 0
-    wsum = np.bincount(g, weights=w, minlength=n_groups)
-    mean = np.bincount(g, weights=w * y_arr, minlength=n_groups) / np.where(wsum > 0, wsum, 1.0)
-    ss = np.bincount(g, weights=w * (y_arr - mean[g]) ** 2, minlength=n_groups)
-    return 0.5 * np.log1p(ss / (2.0 * prior.scale))[g] * (1.0 - 1e-9)
-
-
 def _validate_regression_data(
     X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None
 ) -> tuple[NDArray[np.uint8], NDArray[np.float64], NDArray[np.float64] | None]:
@@ -1473,6 +884,7 @@ def log_posterior_regression(
     beta: float = 0.5,
     prior: NIGPrior | None = None,
     sample_weight: ArrayLike | None = None,
+    candidates: Any = None,
 ) -> float:
     """Unnormalised log posterior ``log p(T, y | X)`` of a regression tree.
 
@@ -1484,9 +896,9 @@ def log_posterior_regression(
     Parameters
     ----------
     tree : Tree
-        A tree with binary-feature splits (left child iff ``x[f] == 0``).
-    X : array-like of shape (n_samples, n_features)
-        Binary training features.
+        See :func:`log_posterior`.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Training features: 0/1, or raw values when ``candidates`` is given.
     y : array-like of shape (n_samples,)
         Real targets.
     alpha, beta : float, default=(0.95, 0.5)
@@ -1497,6 +909,16 @@ def log_posterior_regression(
         Non-negative weights (an integer weight ``w`` is ``w`` copies of the
         row).  Samples of weight 0 still count for ``V(I)``: remove them
         first if they should not.
+    candidates : Binarizer or array-like of shape (n_samples, n_questions), optional
+        The binary questions that the prior counts as the candidate splits:
+        ``V(I)`` is the set of questions that take both values on ``I``.
+        Needed when ``tree`` has threshold, category or hyperplane splits on
+        raw ``X`` (a tree of an estimator fitted on raw data): pass the
+        estimator's fitted ``binarizer_`` (its ``transform(X)`` gives the
+        questions) or the 0/1 matrix itself; ``tree`` then routes ``X`` with
+        its own splits, as :meth:`arboretum.Tree.apply` does.  With the
+        questions the estimator searched, the value equals the estimator's
+        ``log_posterior_``.  None (default): ``X`` is 0/1 and is both.
 
     Returns
     -------
@@ -1504,103 +926,26 @@ def log_posterior_regression(
         ``log p(T, y | X)``; ``-inf`` for a degenerate tree.
     """
     chip = ChipmanPrior(alpha, beta)
-    X_bin, y_arr, w = _validate_regression_data(X, y, sample_weight)
+    Q, route = _questions(tree, X, candidates)
+    X_bin, y_arr, w = _validate_regression_data(Q, y, sample_weight)
     if prior is None:
         prior = NIGPrior.from_data(y_arr, w)
-    lp, ll = _tree_log_terms(tree, X_bin, chip, _nig_leaf(y_arr, prior, w))
+    lp, ll = _tree_log_terms(tree, X_bin, chip, _nig_leaf(y_arr, prior, w), route)
     return lp + ll
 
 
-class RegressionOracle(_SubsetOracle):
-    """Exact dynamic programmes over the BCART AND/OR graph with normal-inverse-gamma leaves.
+def __getattr__(name: str) -> Any:
+    """The names that moved (``_MOVED``), with a FutureWarning naming their new module."""
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
 
-    The regression sibling of :class:`BCARTOracle` (same subset DP, same
-    Chipman prior and valid-split rules); the leaf likelihood is
-    :meth:`NIGPrior.log_marginal` of the leaf's (weighted) targets.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Binary features.
-    y : array-like of shape (n_samples,)
-        Real targets.
-    alpha, beta : float, default=(0.95, 0.5)
-        Parameters of the :class:`ChipmanPrior`.
-    prior : NIGPrior, optional
-        Leaf prior; default ``NIGPrior.from_data(y, sample_weight)``.
-    sample_weight : array-like of shape (n_samples,), optional
-        Non-negative weights multiplying each sample's contribution to its
-        leaf's statistics (integer ``w``: ``w`` copies of the row).
-
-    Attributes
-    ----------
-    n_samples, n_features : int
-    prior : ChipmanPrior
-    leaf_prior : NIGPrior
-    root : int
-        Bit mask of all samples.
-    """
-
-    def __init__(
-        self,
-        X: ArrayLike,
-        y: ArrayLike,
-        *,
-        alpha: float = 0.95,
-        beta: float = 0.5,
-        prior: NIGPrior | None = None,
-        sample_weight: ArrayLike | None = None,
-    ) -> None:
-        ChipmanPrior(alpha, beta)
-        X_bin, self.y, self.sample_weight = _validate_regression_data(X, y, sample_weight)
-        self._init_subsets(X_bin, alpha, beta)
-        self.leaf_prior = NIGPrior.from_data(self.y, self.sample_weight) if prior is None else prior
-
-    def indices(self, mask: int) -> NDArray[np.intp]:
-        """Sample indices of the subset ``mask``."""
-        return np.array([i for i in range(self.n_samples) if mask >> i & 1], dtype=np.intp)
-
-    def log_likelihood(self, mask: int) -> float:
-        """Leaf log marginal likelihood ``log p(y_I)`` of the subset ``mask``."""
-        if mask not in self._log_lik:
-            idx = self.indices(mask)
-            w = None if self.sample_weight is None else self.sample_weight[idx]
-            self._log_lik[mask] = self.leaf_prior.log_marginal(self.y[idx], w)
-        return self._log_lik[mask]
-
-
-def exact_map_regression(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    alpha: float = 0.95,
-    beta: float = 0.5,
-    prior: NIGPrior | None = None,
-    sample_weight: ArrayLike | None = None,
-) -> tuple[float, str]:
-    """Exact MAP regression tree by dynamic programming (see :class:`RegressionOracle`).
-
-    Returns
-    -------
-    opt_cost : float
-        ``min_T -log p(T, y | X)`` (may be negative: a density).
-    tree : str
-        A MAP tree in parenthesis notation (ties: leaf first, then lowest feature).
-    """
-    oracle = RegressionOracle(X, y, alpha=alpha, beta=beta, prior=prior, sample_weight=sample_weight)
-    return oracle.best_tree()
-
-
-def co_optimal_trees_regression(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    alpha: float = 0.95,
-    beta: float = 0.5,
-    prior: NIGPrior | None = None,
-    sample_weight: ArrayLike | None = None,
-    tol: float = 1e-9,
-) -> tuple[float, set[str]]:
-    """All MAP regression trees: the trees whose cost is within ``tol`` of the optimum."""
-    oracle = RegressionOracle(X, y, alpha=alpha, beta=beta, prior=prior, sample_weight=sample_weight)
-    return oracle.value(oracle.root, 0), set(oracle.co_optimal(tol=tol))
+    warnings.warn(
+        f"arboretum.bayes.{name} moved to {module}.{name}; importing it from arboretum.bayes "
+        "will stop working in the next release",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(module), name)

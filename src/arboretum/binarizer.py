@@ -404,8 +404,18 @@ class Binarizer(TransformerMixin, BaseEstimator):
                 raise ValueError(f"{name} must be a list with one entry per column")
         if any(k not in ("binary", "numeric", "categorical", "ordered") for k in self.column_kinds_):
             raise ValueError(f"unknown column kind in {self.column_kinds_}")
-        if not all(isinstance(s, BinarySplit) and 0 <= s.column < d for s in self.splits_):
+        if not all(isinstance(s, BinarySplit) and isinstance(s.column, int) and 0 <= s.column < d
+                   for s in self.splits_):
             raise ValueError("splits_ must be BinarySplits of existing columns")
+        for s in self.splits_:
+            if s.kind not in (BINARY, THRESHOLD, CATEGORY):
+                raise ValueError(f"split {s} has an unknown kind")
+            if s.kind == THRESHOLD and not (isinstance(s.threshold, (int, float)) and np.isfinite(s.threshold)):
+                raise ValueError(f"split {s} needs a finite threshold")
+            if not isinstance(s.categories, tuple) or not all(
+                isinstance(c, (int, float)) and not isinstance(c, bool) for c in s.categories
+            ):
+                raise ValueError(f"split {s} needs a tuple of category codes")
         flat = sorted(int(k) for g in self.groups_ for k in np.asarray(g).tolist())
         if flat != list(range(len(self.splits_))):
             raise ValueError("groups_ must hold every output column once")

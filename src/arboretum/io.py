@@ -163,7 +163,7 @@ def decode_value(v: Any, where: str = "value") -> Any:
         except (TypeError, ValueError) as exc:
             raise ModelFormatError(f"{where}: invalid random state: {exc}") from None
         return rs
-    if tag == "__object__" and len(v) == 2 and isinstance(v.get("fields"), dict):
+    if tag == "__object__" and isinstance(body, str) and len(v) == 2 and isinstance(v.get("fields"), dict):
         cls = _objects().get(body)
         if cls is None:
             raise ModelFormatError(f"{where}: unknown object type {body!r}")
@@ -269,7 +269,25 @@ def _default_state(estimator: Any) -> dict:
 
 
 def from_dict(d: Any) -> Any:
-    """Rebuild an estimator from :func:`to_dict`'s output (validating everything)."""
+    """Rebuild an estimator from :func:`to_dict`'s output (validating everything).
+
+    Raises
+    ------
+    ModelFormatError
+        For anything that is not a valid saved estimator. The checks below name
+        what is wrong; a value that passes them but still cannot be used (an
+        error of another type while the state is rebuilt) is reported as a
+        ModelFormatError too, never as a traceback from deep inside.
+    """
+    try:
+        return _from_dict(d)
+    except ModelFormatError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+        raise ModelFormatError(f"malformed saved estimator: {type(exc).__name__}: {exc}") from None
+
+
+def _from_dict(d: Any) -> Any:
     from sklearn.utils.validation import check_is_fitted
 
     from .data import validate_params

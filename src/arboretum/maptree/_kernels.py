@@ -45,7 +45,7 @@ path contains no regression code at all:
   leaves (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q)``
   are the sums over its samples of the rows of ``R`` (weight ``w``,
   ``w (y - mu0)``, ``w (y - mu0)**2`` and the group term ``w q``; see
-  :func:`arboretum.bayes.nig_bound_tables`), obtained by iterating the set
+  :func:`arboretum.maptree.bounds.nig_bound_tables`), obtained by iterating the set
   bits of the node's sample set.  ``B[n]`` is the split bound and ``L0[n]``
   the perfect-leaf cost; ``shape, scale, kappa`` are the prior's.
 
@@ -261,7 +261,7 @@ class NIGModel(NamedTuple):
     """Normal-inverse-gamma leaves (regression), the leaf model the kernels take."""
 
     R: np.ndarray  #: (n_samples, 4): w, w (y - mu0), w (y - mu0)**2, w q
-    B: np.ndarray  #: split bound B[n] of :func:`arboretum.bayes.nig_bound_tables`
+    B: np.ndarray  #: split bound B[n] of :func:`arboretum.maptree.bounds.nig_bound_tables`
     L0: np.ndarray  #: perfect-leaf cost L0[n]
     shape: float
     scale: float
@@ -378,7 +378,7 @@ def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, E, logv):
     """Classification: the Perfect Split term ``-log p_split(d) - sum_k log
     l(c_k e_k)`` (proof in :func:`new_or_node`).  Regression:
     ``-log p_split(d) + max(B[n], L0[n] + q)``, proved in
-    :func:`arboretum.bayes.nig_bound_tables`.  Both plus ``logv(m) + E(d, m)``
+    :func:`arboretum.maptree.bounds.nig_bound_tables`.  Both plus ``logv(m) + E(d, m)``
     (:func:`_split_prior`): a lower bound on ``log|V(I)|`` (:func:`split_count_bounds`) and the
     least prior cost of the two subtrees below a split of ``m`` samples
     (:func:`subtree_prior_bounds`); each function proves its part."""
@@ -564,7 +564,7 @@ def new_or_node(node, d, no_split, m, model, tables, graph, ub_inf):
     split term is the smaller one.
 
     Regression: the split bound is ``-log p_split(d) + max(B[n], L0[n] + q)``
-    from :func:`arboretum.bayes.nig_bound_tables`, whose docstring proves it.
+    from :func:`arboretum.maptree.bounds.nig_bound_tables`, whose docstring proves it.
     Leaf likelihoods are densities there, so costs can be negative; only the
     prior terms are known to be non-negative, and the proofs use no more.
     """

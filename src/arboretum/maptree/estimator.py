@@ -451,7 +451,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
     with its own ``(mu, s2)``.  The AND/OR best-first search of MAPTree finds
     the tree maximising ``p(T | X, y)``; when it completes the tree is
     *certified* optimal (``optimal_``).  Its admissible bound is proved in
-    :func:`arboretum.bayes.nig_bound_tables`.
+    :func:`arboretum.maptree.bounds.nig_bound_tables`.
 
     Features are handled as in :class:`MAPTreeClassifier`: binary ``X`` is
     used as it is, anything else is binarised by a

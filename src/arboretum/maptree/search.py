@@ -23,9 +23,10 @@ from typing import Callable
 import numpy as np
 
 from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
-from ..bayes import ChipmanPrior, NIGPrior, group_spread_terms, nig_bound_tables
+from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
+from .bounds import group_spread_terms, nig_bound_tables
 from .history import HISTORY_DTYPE, SearchHistory
 
 __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
@@ -39,13 +40,14 @@ FOCUS_BUDGET = 64
 #: bounds were weaker than the plain search's by 1.3-7.5 nats (0.5) and 0.3-5.3 nats (0.25), so a
 #: smaller share may be the better default; the committed tables measure 0.5.
 FOCUS_SHARE = 0.5
-#: A chunk of kernel iterations (see AndOrSearch.run) is at most this share of the iterations done so
-#: far (and at least CHUNK_MIN), so the history, recorded between chunks, has evenly many rows per
-#: decade of work, and so of time (100-200), at under 0.5% of overhead.  The sizes depend on the work
-#: alone, not on the clock, so that a search with max_expansions is reproducible: in a focused search
-#: the chunks' boundaries can change which node is expanded next.
+#: A chunk of kernel iterations (see AndOrSearch.run) is about this share of the iterations run so
+#: far (at least CHUNK_MIN): the history, recorded between chunks, then has evenly many rows per
+#: decade of work (about 100), and the chunks, so the search, do not depend on the clock.  A chunk
+#: that takes longer than CHUNK_SECONDS_MAX (or 1/50 of the time limit) halves the largest chunk,
+#: so that limits stay honoured closely.
 CHUNK_SHARE = 0.02
 CHUNK_MIN = 16
+CHUNK_SECONDS_MAX = 0.2
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -430,11 +432,12 @@ class AndOrSearch:
         ``memory_limit`` is in bytes and caps the search graph's arrays: the
         search stops (returning its incumbent) rather than grow past it.
         The time limit is checked, and a row of :attr:`history` recorded
-        when the bounds changed, between chunks of iterations: at most
-        ``CHUNK_SHARE`` (1/50) of the iterations done so far (at least
-        ``CHUNK_MIN``), so the history is about evenly spread on a logarithmic
-        axis, and halved while they take longer than 1/50 of the limit (at
-        most 0.2 s), so the limit is honoured closely.
+        when the bounds changed, between chunks of about ``CHUNK_SHARE``
+        (1/50) of the iterations run so far (at least ``CHUNK_MIN``), so the
+        history is about evenly spread on a logarithmic axis and the same
+        data and limits give the same search; a chunk that takes longer than
+        1/50 of the limit (or ``CHUNK_SECONDS_MAX``) halves the largest
+        chunk, so the limit is honoured closely.
 
         With ``focus`` (default), the search runs in rounds.  A round visits
         the unsolved internal nodes of the current incumbent tree, smallest
@@ -454,7 +457,11 @@ class AndOrSearch:
         t0 = time.perf_counter()
         self.history.start(*self._state())
         chunk = CHUNK_MIN
-        target = 0.2 if time_limit is None else min(0.2, max(0.005, time_limit / 50))
+        cap = 1 << 20  # the largest chunk; halved by slow chunks
+        total = 0  # iterations (expansions and probes) of this run
+        longest = CHUNK_SECONDS_MAX
+        if time_limit is not None:
+            longest = min(longest, max(0.005, time_limit / 50))
         last_cb = t0
         reason = "optimal"
         queue: list[tuple[int, np.ndarray]] = []
@@ -482,27 +489,27 @@ class AndOrSearch:
                     left = budget
                     if node == 0:  # the root gets (1 - FOCUS_SHARE) of the round's work
                         left = max(budget, int(spent_round * (1.0 - FOCUS_SHARE) / FOCUS_SHARE))
-            before = int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE])
-            n = min(chunk, max(CHUNK_MIN, int(CHUNK_SHARE * before)))
+            n = chunk
             if focus:
                 n = int(min(n, left))
             if max_expansions is not None:
                 n = min(n, max_expansions - self.n_expansions_)
             t1 = time.perf_counter()
+            before = int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE])
             status = self._chunk(n, node, words if focus else self.root_words)
             did = max(1, int(self.counters[K.C_N_EXP] + self.counters[K.C_N_PROBE]) - before)
             left -= did
             spent_round += did
+            total += did
             dt = time.perf_counter() - t1
             if status == K.STATUS_GROW:
                 if not self._try_grow(memory_limit):
                     reason = "memory_limit"
                     break
                 continue
-            if dt < target / 2 and n == chunk:  # grow only on evidence from a full chunk
-                chunk = min(chunk * 2, 1 << 20)
-            elif dt > target and chunk > 1:
-                chunk = max(1, chunk // 2)
+            if dt > longest:
+                cap = max(1, n // 2)
+            chunk = min(cap, max(CHUNK_MIN, int(CHUNK_SHARE * total)))
             if callback is not None and time.perf_counter() - last_cb >= callback_interval:
                 callback(self)
                 last_cb = time.perf_counter()
@@ -739,7 +746,7 @@ class RegressionSearch(AndOrSearch):
     cost is ``-log p_leaf - log p(y_L)`` with the closed-form marginal of
     :meth:`arboretum.bayes.NIGPrior.log_marginal`, and its lower bound at
     creation is ``min(leaf cost, -log p_split(d) + max(B[n], L0[n] + q))`` with
-    the tables and the proof of :func:`arboretum.bayes.nig_bound_tables`.
+    the tables and the proof of :func:`arboretum.maptree.bounds.nig_bound_tables`.
 
     Parameters
     ----------
