@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from fixtures import FIXTURES
 
 from arboretum import LimitWarning, MAPTreeClassifier, MAPTreeRegressor, load, save
 from arboretum.datasets import load_dataset
+from arboretum.exceptions import ModelFormatError
 from arboretum.maptree import AndOrSearch
 from arboretum.maptree.history import HISTORY_DTYPE, MAX_HISTORY_ROWS, SearchHistory
 
@@ -131,6 +134,13 @@ def test_save_load_round_trip(tmp_path):
     again = load(path)
     assert again.history_.dtype == HISTORY_DTYPE
     assert np.array_equal(again.history_, clf.history_)
+    # A saved history without one of its fields is refused, not loaded for plot_anytime to trip on.
+    d = json.loads(path.read_text())
+    body = d["fitted"]["history_"]["__structured__"]
+    del body["names"][-1], body["columns"][-1]
+    path.write_text(json.dumps(d))
+    with pytest.raises(ModelFormatError, match="history_"):
+        load(path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ..data import (
     check_regression_targets,
 )
 from ..tree import Tree
+from .history import HISTORY_DTYPE
 from .incumbents import cart_candidates, cart_regression_candidates, tree_splits
 from .search import AndOrSearch, RegressionSearch, SearchResult
 
@@ -162,6 +163,16 @@ class _MAPTreeBase(TreeEstimator):
             f"{self.log_posterior_:.4f}), not certified: no tree exceeds {self.log_posterior_bound_:.4f} "
             f"(gap {self.gap_:.4f} nats)",
         )
+
+    def _check_loaded(self) -> None:
+        """Check loaded fitted attributes (:func:`arboretum.load`), ``history_`` too."""
+        super()._check_loaded()
+        history = getattr(self, "history_", None)
+        if history is not None and not (
+            isinstance(history, np.ndarray) and history.ndim == 1 and history.size >= 1
+            and history.dtype == HISTORY_DTYPE
+        ):
+            raise ValueError(f"history_ must be a non-empty 1-d array of dtype {HISTORY_DTYPE}")
 
     def predict(self, X) -> np.ndarray:
         """Prediction of ``tree_`` for each sample: the most probable class of its leaf

@@ -155,6 +155,12 @@ class AndOrSearch:
         finds, and store its children only on the third visit (see
         ``_kernels._probe`` and ``_kernels._probe2``).  Same certificates, far
         smaller graphs; False gives the paper's search.
+
+    Attributes
+    ----------
+    history : SearchHistory
+        The anytime record, kept across :meth:`seed` and :meth:`run` calls
+        (and :meth:`step`); each :class:`SearchResult` holds it as an array.
     """
 
     def __init__(
