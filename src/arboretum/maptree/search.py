@@ -42,7 +42,7 @@ FOCUS_BUDGET = 64
 FOCUS_SHARE = 0.5
 #: A chunk of kernel iterations (see AndOrSearch.run) is about this share of the iterations run so
 #: far (at least CHUNK_MIN): the history, recorded between chunks, then has evenly many rows per
-#: decade of work (about 100), and the chunks, so the search, do not depend on the clock.  A chunk
+#: decade of work (100-200), and the chunks, so the search, do not depend on the clock.  A chunk
 #: that takes longer than CHUNK_SECONDS_MAX (or 1/50 of the time limit) halves the largest chunk,
 #: so that limits stay honoured closely.
 CHUNK_SHARE = 0.02
