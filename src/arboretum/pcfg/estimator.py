@@ -139,9 +139,12 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         predictive ``(n_c + rho_c) / (n + sum(rho))``.
     log_posterior_ : float
         ``log P(tree_, y | X)`` (prior times likelihood);
-        ``map_log_probability_ + log_evidence_``.  With the Chipman prior this
-        equals MAPTree's ``log_posterior_`` (``map_log_posterior_`` is its
-        deprecated name).
+        ``map_log_probability_ + log_evidence_`` (``map_log_posterior_`` is
+        its deprecated name).  With ``prior="chipman"`` on 0/1 features this
+        equals MAPTree's ``log_posterior_`` for the same tree; on raw columns
+        it does not in general, since the grammar's Chipman prior picks a
+        column first and then one of its thresholds, where MAPTree picks
+        uniformly among all binary questions.
     log_evidence_ : float
         ``log P(y | X)``, the marginal likelihood under the prior.
     map_log_probability_ : float
