@@ -116,18 +116,20 @@ def run_sh(block: Block) -> None:
         block.results.append((raw.strip(), problem))
 
 
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory):
-    """Run every block in order; return the blocks with what they printed and any error."""
+def run_blocks(blocks: list[Block], directory: str, *, commands: bool = True) -> list[Block]:
+    """Run the python blocks (and, with ``commands``, the sh blocks) in order, in ``directory``.
+
+    Each python block's stdout goes to ``block.printed`` and a failure's traceback to ``block.error``;
+    the blocks share one namespace, as a reader's session would.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    blocks = read_blocks(README.read_text())
     namespace: dict = {"__name__": "__readme__"}
     cwd = os.getcwd()
-    os.chdir(tmp_path_factory.mktemp("readme"))
+    os.chdir(directory)
     try:
         for block in blocks:
             if block.lang == "python":
@@ -140,11 +142,17 @@ def ran(tmp_path_factory):
                         block.error = traceback.format_exc(limit=-3)
                 block.printed = buf.getvalue()
                 plt.close("all")
-            elif block.lang == "sh":
+            elif block.lang == "sh" and commands:
                 run_sh(block)
     finally:
         os.chdir(cwd)
     return blocks
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """Every block run in order, with what it printed and any error."""
+    return run_blocks(read_blocks(README.read_text()), str(tmp_path_factory.mktemp("readme")))
 
 
 BLOCKS = read_blocks(README.read_text())
@@ -193,35 +201,17 @@ def test_the_first_example_is_certified(ran):
 
 def _update() -> None:  # pragma: no cover - a maintainer's tool
     """Rewrite the README's output blocks with what the python blocks print now."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    text = README.read_text()
-    blocks = read_blocks(text)
-    namespace: dict = {"__name__": "__readme__"}
     import tempfile
 
-    cwd = os.getcwd()
-    os.chdir(tempfile.mkdtemp())
+    text = README.read_text()
     edits = []
-    try:
-        for block in blocks:
-            if block.lang != "python":
-                continue
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    exec(compile("\n" * block.line + block.code, str(README), "exec"), namespace)
-                except Exception:
-                    print(f"README.md line {block.line} failed; its output block is left as it is:\n"
-                          + traceback.format_exc(limit=-3), file=sys.stderr)
-                    continue
-            if block.output_block is not None:
-                out = "\n".join(_lines(buf.getvalue())) + "\n"
-                edits.append((block.output_block.start, block.output_block.end, out))
-    finally:
-        os.chdir(cwd)
+    for block in run_blocks(read_blocks(text), tempfile.mkdtemp(), commands=False):
+        if block.error is not None:
+            print(f"README.md line {block.line} failed; its output block is left as it is:\n{block.error}",
+                  file=sys.stderr)
+        elif block.output_block is not None:
+            out = "\n".join(_lines(block.printed)) + "\n"
+            edits.append((block.output_block.start, block.output_block.end, out))
     for start, end, out in reversed(edits):
         text = text[:start] + out + text[end:]
     README.write_text(text)
