@@ -15,8 +15,9 @@ Binarizer
     ("age <= 42.5") and ordinal codes.
 Tree
     The flat-array tree every model returns (printing, JSON, DOT, prediction).
-LimitWarning, InvalidParameterError, ModelFormatError
-    What a stopped fit warns, what a bad parameter raises, what a bad file raises.
+LimitWarning, InvalidParameterError, ModelFormatError, InputWarning
+    What a stopped fit warns, what a bad parameter raises, what a bad file raises,
+    what input read as documented but probably not as meant warns.
 save, load
     Whole fitted estimators to and from versioned JSON (:mod:`arboretum.io`).
 load_dataset, list_datasets
@@ -25,7 +26,7 @@ load_dataset, list_datasets
 
 from .binarizer import Binarizer
 from .datasets import list_datasets, load_dataset
-from .exceptions import InvalidParameterError, LimitWarning, ModelFormatError
+from .exceptions import InputWarning, InvalidParameterError, LimitWarning, ModelFormatError
 from .io import load, save
 from .maptree import MAPTreeClassifier, MAPTreeRegressor
 from .pcfg import PCFGTreeClassifier
@@ -43,6 +44,7 @@ __all__ = [
     "InvalidParameterError",
     "LimitWarning",
     "ModelFormatError",
+    "InputWarning",
     "save",
     "load",
     "load_dataset",

@@ -199,8 +199,11 @@ class Binarizer(TransformerMixin, BaseEstimator):
     categorical : None, array-like of int or str, or array-like of bool, default=None
         Columns to treat as categorical whatever their dtype (indices, names
         of DataFrame columns, or a boolean mask over the columns).  Object,
-        string and ``category`` columns are categorical anyway; object columns
-        that hold only numbers are numeric.
+        string and ``category`` columns are categorical anyway, except that
+        object and string columns (and NumPy ``str`` arrays) whose every value
+        is a number or text that reads as one (``"5.1"``;
+        :func:`arboretum.data.parse_number`) are numeric.  List a column here
+        to keep numbers stored as text (postcodes, codes) as labels.
     encoding : {"ordered", "onehot"}, default="ordered"
         ``"ordered"``: pandas ordered categoricals get thresholds over their
         declared order; other categorical columns are one-hot encoded.
@@ -382,6 +385,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
                 elif len(order) == 2:
                     add_group([BinarySplit(j, CATEGORY, math.nan, (1.0,))])
                 elif len(order) > 2:
+                    _data.warn_many_labels(len(order), len(labels), j, names)
                     for c in range(len(order)):
                         add_group([BinarySplit(j, CATEGORY, math.nan, (float(c),))])
             kinds.append(kind)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,7 +65,10 @@ __all__ = [
     "label_values",
     "numeric_values",
     "read_columns",
+    "parse_number",
+    "text_as_numbers",
     "validate_params",
+    "warn_many_labels",
 ]
 
 
@@ -403,6 +407,87 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (numbers.Real, np.bool_)) and not isinstance(v, (str, bytes))
 
 
+#: Text that reads as a number: an optional sign, decimal digits with an optional point and
+#: exponent, or inf / infinity / nan in any case; spaces around it are ignored.  The one rule of
+#: arboretum for numbers stored as text (Python and the command line alike).
+_NUMBER_TEXT = re.compile(
+    r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)\s*", re.IGNORECASE
+)
+
+
+def parse_number(v: Any) -> float | None:
+    """The number a value stands for, or None.
+
+    Numbers and booleans stand for themselves (``True`` is 1); text (``str``
+    or ``bytes``) when it is a decimal number (``"3"``, ``" -1.5e3 "``,
+    ``".5"``) or ``inf``, ``infinity``, ``nan`` in any case.  Python's looser
+    forms (``"1_000"``, non-ASCII digits) are text, not numbers.  A missing
+    value (None, NaN, ``pd.NA``) gives NaN.
+
+    Examples
+    --------
+    >>> parse_number(" 5.10 "), parse_number("1e-3"), parse_number(True)
+    (5.1, 0.001, 1.0)
+    >>> parse_number("5 cm") is None, parse_number("1_000") is None
+    (True, True)
+    """
+    if isinstance(v, bytes):
+        try:
+            v = v.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+    if isinstance(v, str):
+        return float(v) if _NUMBER_TEXT.fullmatch(v) else None
+    if _is_missing(v):
+        return math.nan
+    if _is_number(v):
+        return float(v)
+    return None
+
+
+def text_as_numbers(values: Any) -> np.ndarray | None:
+    """A column as float64 when every value is a number, a boolean or numeric text; else None.
+
+    This is how arboretum reads numbers stored as text (:func:`parse_number`):
+    a column (object, pandas string, or a NumPy ``str`` array) whose every
+    value parses as a number is numeric, one with a value that does not is
+    categorical.  Missing values become NaN (the callers refuse them).
+
+    Parameters
+    ----------
+    values : 1-D array-like
+
+    Returns
+    -------
+    ndarray of float64, or None
+    """
+    values = np.asarray(values)
+    if values.dtype.kind in "US":  # parse each distinct text once
+        distinct, inverse = np.unique(values, return_inverse=True)
+        parsed = [parse_number(v) for v in distinct.tolist()]
+        if any(x is None for x in parsed):
+            return None
+        return np.asarray(parsed, dtype=np.float64)[inverse.reshape(-1)]
+    if values.dtype.kind in "biuf":
+        return values.astype(np.float64)
+    out = np.empty(values.shape[0], dtype=np.float64)
+    seen: dict = {}
+    for i, v in enumerate(values.tolist()):
+        if isinstance(v, (str, bytes)):
+            x = seen.get(v)
+            if x is None:
+                x = parse_number(v)
+                if x is None:
+                    return None
+                seen[v] = x
+        else:
+            x = parse_number(v)
+            if x is None:
+                return None
+        out[i] = x
+    return out
+
+
 def format_number(x: float) -> str:
     """Shortest text that reads back as ``x`` (``3`` rather than ``3.0``, ``47.5``)."""
     x = float(x)
@@ -592,7 +677,7 @@ def column_kind(
     if kind in "iuf":
         return "numeric", None
     if kind in "US":
-        return "categorical", None
+        return ("numeric" if text_as_numbers(col) is not None else "categorical"), None
     if kind == "O":
         return _object_kind(col, j, names), None
     raise TypeError(
@@ -602,7 +687,9 @@ def column_kind(
 
 
 def _object_kind(values: np.ndarray, j: int, names: Sequence[str] | None) -> str:
-    """An object column is numeric when it holds only numbers (or booleans), categorical when it holds a string."""
+    """An object column is numeric when it holds only numbers, booleans and numeric text
+    (:func:`parse_number`), binary when it holds only booleans, categorical when it holds
+    other text."""
     has_text = False
     all_bool = True
     for i, v in enumerate(values):
@@ -615,14 +702,17 @@ def _object_kind(values: np.ndarray, j: int, names: Sequence[str] | None) -> str
         elif not isinstance(v, (bool, np.bool_)):
             all_bool = False
     if has_text:
-        return "categorical"
+        return "numeric" if text_as_numbers(values) is not None else "categorical"
     return "binary" if all_bool else "numeric"
 
 
 def numeric_values(
     col: Any, j: int, names: Sequence[str] | None = None, *, allow_nan: bool = False, allow_inf: bool = False
 ) -> np.ndarray:
-    """Column ``j`` as float64 values (booleans as 0/1); errors name the column and the row.
+    """Column ``j`` as float64 values (booleans as 0/1, numeric text parsed); errors name the column and the row.
+
+    Text is read by :func:`parse_number`, so a column of numbers stored as
+    text (``"5.1"``) gives the same values as the numbers themselves.
 
     Parameters
     ----------
@@ -637,9 +727,10 @@ def numeric_values(
     Raises
     ------
     ValueError
-        On a missing value (unless ``allow_nan``), infinity, or a string.
+        On a missing value (unless ``allow_nan``), infinity, or text that
+        is not a number.
     TypeError
-        On a value that is neither a number nor a boolean.
+        On a value that is neither a number, a boolean nor text.
     """
     values = None
     if hasattr(col, "dtype") and hasattr(col, "to_numpy"):  # pandas Series
@@ -649,25 +740,30 @@ def numeric_values(
         if (pd.api.types.is_bool_dtype(dt) or pd.api.types.is_numeric_dtype(dt)) and not (
             pd.api.types.is_complex_dtype(dt) or isinstance(dt, pd.CategoricalDtype)
         ):
+            missing = np.asarray(col.isna())
+            if missing.any() and not allow_nan:  # name pd.NA of a nullable column as it is
+                i = int(np.flatnonzero(missing)[0])
+                raise _missing_error(j, i, col.iloc[i], names)
             values = col.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             col = col.to_numpy(dtype=object)
     elif col.dtype.kind in "biuf":
         values = col.astype(np.float64)
     if values is None:
-        col = np.asarray(col, dtype=object)
+        col = np.asarray(col, dtype=object)  # Python values (str, not np.str_) for the messages
+        values = text_as_numbers(col)
+    if values is None:  # a value that is neither a number, a boolean, numeric text nor missing
         for i, v in enumerate(col):
-            if _is_missing(v):
-                if allow_nan:
-                    continue
-                raise _missing_error(j, i, v, names)
+            if _is_missing(v) or parse_number(v) is not None:
+                continue
             if isinstance(v, (str, bytes)):
                 raise ValueError(
                     f"{_where(j, names)} holds the string {v!r} at row {i}, but it is a numeric column"
                 )
-            if not _is_number(v):
-                raise _bad_value_error(j, i, v, names)
-        values = np.array([math.nan if _is_missing(v) else float(v) for v in col], dtype=np.float64)
+            raise _bad_value_error(j, i, v, names)
+    if not allow_nan and np.isnan(values).any():
+        i = int(np.flatnonzero(np.isnan(values))[0])
+        raise _missing_error(j, i, col[i], names)
     bad = ~np.isfinite(values)
     if bad.any():
         if allow_nan:
@@ -703,6 +799,47 @@ def label_values(col: Any, j: int, names: Sequence[str] | None = None) -> np.nda
         if not (_is_number(v) or isinstance(v, (str, bytes))):
             raise _bad_value_error(j, i, v, names)
     return col
+
+
+#: A one-hot encoded column with more distinct labels than this, and fewer than
+#: :data:`ROWS_PER_LABEL` rows per label on average, draws an :class:`~arboretum.exceptions.InputWarning`.
+MANY_LABELS = 32
+ROWS_PER_LABEL = 5
+
+
+def warn_many_labels(n_labels: int, n_samples: int, j: int, names: Sequence[str] | None = None) -> None:
+    """Warn when a categorical column is about to be one-hot encoded into very many questions.
+
+    A column with more than :data:`MANY_LABELS` distinct labels and fewer than
+    :data:`ROWS_PER_LABEL` rows per label is most often an identifier, free
+    text, or numbers in a form that :func:`parse_number` does not read
+    (``"5,1"``, ``"12 kg"``).  One-hot encoding gives one question per label,
+    most of them about a handful of rows, and the searches slow down with the
+    number of questions.  It is a warning, not an error: whether a column is
+    too varied depends on the number of rows, so an error would fail some
+    folds of a cross-validation and not others.
+
+    Raises
+    ------
+    InputWarning
+        As a warning, naming the column, the counts and what to do.
+    """
+    if n_labels <= MANY_LABELS or n_labels * ROWS_PER_LABEL <= n_samples:
+        return
+    import warnings
+
+    from .exceptions import InputWarning
+
+    warnings.warn(
+        f"{_where(j, names)} has {n_labels} distinct labels in {n_samples} rows and is one-hot encoded "
+        f"into {n_labels} questions (one per label), which slows the search and rarely generalises. "
+        f"Convert numbers written in a form that does not read as a number ('5,1', '12 kg') to "
+        f"numbers; drop an identifier or free text; pass labels that have an order as an ordered "
+        f"pandas Categorical (thresholds over the order). Silence this with "
+        f"warnings.filterwarnings('ignore', category=arboretum.InputWarning).",
+        InputWarning,
+        stacklevel=3,
+    )
 
 
 def encode_columns(

@@ -11,6 +11,10 @@ class whatever the model:
     A limit (``time_limit``, ``memory_limit``, ``max_expansions``, ...)
     stopped a fit before it completed; the fit returned its best answer so
     far.  A subclass of scikit-learn's ``ConvergenceWarning``.
+:class:`InputWarning`
+    Input data that is read as documented but probably not as the user
+    meant, e.g. a categorical column with so many distinct labels that
+    one-hot encoding it gives hundreds of questions.
 :class:`ModelFormatError`
     A file given to :func:`arboretum.load` or :meth:`arboretum.Tree.from_json`
     is not a valid, supported arboretum file.
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["InvalidParameterError", "LimitWarning", "ModelFormatError"]
+__all__ = ["InputWarning", "InvalidParameterError", "LimitWarning", "ModelFormatError"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -46,3 +50,11 @@ class LimitWarning(ConvergenceWarning):
 
 class ModelFormatError(ValueError):
     """A saved model or tree is malformed, of an unknown version, or not an arboretum file."""
+
+
+class InputWarning(UserWarning):
+    """Input data read as documented, but probably not as meant (the message says what to do).
+
+    Raised as a warning, e.g. for a categorical column with very many
+    distinct labels (:func:`arboretum.data.warn_many_labels`).
+    """
