@@ -49,16 +49,18 @@ def _read_csv(path: str) -> tuple[list[str], list[list[str]]]:
 
 
 def _to_float(body: list[list[str]], cols: list[int], header: list[str], path: str) -> np.ndarray:
+    from .data import parse_number
+
     out = np.empty((len(body), len(cols)), dtype=np.float64)
     for i, r in enumerate(body):
         for j, c in enumerate(cols):
             _check_not_missing(r[c], i, header[c], path)
-            try:
-                out[i, j] = float(r[c])
-            except ValueError:
+            x = parse_number(r[c])
+            if x is None:
                 raise SystemExit(
                     f"error: {path} line {i + 2}, column {header[c]!r}: {r[c]!r} is not a number"
-                ) from None
+                )
+            out[i, j] = x
     return out
 
 
@@ -70,31 +72,26 @@ def _check_not_missing(cell: str, i: int, column: str, path: str) -> None:
         )
 
 
-def _parses_as_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _read_features(
     body: list[list[str]], cols: list[int], header: list[str], path: str, text_columns: set[str]
 ) -> np.ndarray:
     """Feature matrix of a CSV: float64 when every column is numeric, else an object
-    array holding floats for numeric columns and stripped strings for text columns
-    (those in ``text_columns`` and those with a value that is not a number)."""
+    array holding floats for numeric columns and stripped strings for text columns.
+
+    A column is numeric when every cell reads as a number by the rule the Python
+    estimators apply to text (:func:`arboretum.data.text_as_numbers`), unless it is in
+    ``text_columns`` (``--categorical``, passed on to the Binarizer as ``categorical``)."""
+    from .data import text_as_numbers
+
     columns = []
     for c in cols:
-        cells = [r[c] for r in body]
+        cells = [r[c].strip() for r in body]
         for i, cell in enumerate(cells):
             _check_not_missing(cell, i, header[c], path)
-        if header[c] in text_columns or not all(_parses_as_float(v) for v in cells):
-            columns.append([v.strip() for v in cells])
-        else:
-            columns.append([float(v) for v in cells])
-    if all(isinstance(col[0], float) for col in columns):
-        return np.asarray(columns, dtype=np.float64).T.copy()
+        x = None if header[c] in text_columns else text_as_numbers(np.asarray(cells))
+        columns.append(cells if x is None else x)
+    if all(not isinstance(col, list) for col in columns):
+        return np.column_stack(columns) if columns else np.empty((len(body), 0))
     X = np.empty((len(body), len(cols)), dtype=object)
     for j, col in enumerate(columns):
         X[:, j] = col
@@ -147,7 +144,7 @@ def _cv_scores(make, X, y, folds: int, seed: int, regression: bool = False) -> n
 def _cmd_fit(args) -> int:
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-    from .data import Binarizer
+    from .data import Binarizer, encode_columns, read_columns
     from .maptree import MAPTreeClassifier, MAPTreeRegressor
 
     regression = args.task == "regression"
@@ -170,8 +167,12 @@ def _cmd_fit(args) -> int:
             f"{label}; columns: {', '.join(names)}"
         )
 
+    categorical = [names.index(c) for c in args.categorical or []] or None
+
     def make_maptree():
-        binarizer = Binarizer(n_thresholds=args.n_thresholds, strategy=args.threshold_strategy)
+        binarizer = Binarizer(
+            n_thresholds=args.n_thresholds, strategy=args.threshold_strategy, categorical=categorical
+        )
         return Estimator(**params, binarizer=binarizer)
 
     from .exceptions import LimitWarning
@@ -191,7 +192,7 @@ def _cmd_fit(args) -> int:
     )
     if clf.binarizer_ is None:
         print(f"Dataset: {label} ({n} samples x {d} binary features; {target})")
-        X_cart = X
+        X_cart = encode_columns(read_columns(X)[0], None)  # numbers, also for --categorical 0/1 text
     else:
         kinds = clf.binarizer_.column_kinds_
         text = [nm for nm, k in zip(names, kinds) if k in ("categorical", "ordered")]
