@@ -163,8 +163,14 @@ class TreeEstimator(BaseEstimator):
             return "always" if b else "never"
         return "never"
 
-    def _fit_binarizer(self, X: Any) -> tuple[Binarizer | None, np.ndarray]:
+    def _fit_binarizer(
+        self, X: Any, y: np.ndarray | None = None, sample_weight: np.ndarray | None = None
+    ) -> tuple[Binarizer | None, np.ndarray]:
         """Read ``X`` at fit; set ``n_features_in_``, ``feature_names_in_`` and ``binarizer_``.
+
+        ``y`` (encoded class labels as integers, or regression targets as
+        floats) and ``sample_weight`` go to :meth:`Binarizer.fit`, for the
+        strategies that choose thresholds from the target.
 
         Returns ``(None, X as 0/1 uint8)`` when ``X`` is used as it is
         (``binarize="auto"`` on 0/1 data, or ``binarize=False``), else
@@ -177,18 +183,20 @@ class TreeEstimator(BaseEstimator):
             self.binarizer_ = None
             return None, _data.check_binary_features(E, estimator_name=type(self).__name__)
         binarizer = clone(self.binarizer) if self.binarizer is not None else self._default_binarizer()
-        binarizer.fit(X)
+        binarizer.fit(X, y, sample_weight=sample_weight)
         self.binarizer_ = binarizer
         return binarizer, _data.encode_columns(columns, binarizer.categories_, names)
 
-    def _fit_questions(self, X: Any) -> np.ndarray:
+    def _fit_questions(
+        self, X: Any, y: np.ndarray | None = None, sample_weight: np.ndarray | None = None
+    ) -> np.ndarray:
         """The 0/1 matrix a model of binary questions searches (MAPTree, samplers); sets ``binarizer_``."""
-        binarizer, E = self._fit_binarizer(X)
+        binarizer, E = self._fit_binarizer(X, y, sample_weight)
         return E if binarizer is None else binarizer.binarize_encoded(E)
 
-    def _fit_codes(self, X: Any) -> np.ndarray:
+    def _fit_codes(self, X: Any, y: np.ndarray | None = None) -> np.ndarray:
         """The ordinal codes of the binarizer's groups (BCART-PCFG); sets ``binarizer_``."""
-        binarizer, E = self._fit_binarizer(X)
+        binarizer, E = self._fit_binarizer(X, y)
         return binarizer.ordinal_encoded(E)
 
     def _encoded_X(self, X: Any) -> np.ndarray:

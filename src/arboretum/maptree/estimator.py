@@ -84,9 +84,9 @@ class _MAPTreeBase(TreeEstimator):
             X = X.iloc[keep] if hasattr(X, "iloc") else np.asarray(X)[keep]
         return weights, X, y
 
-    def _search_features(self, X) -> tuple[np.ndarray, list | None]:
+    def _search_features(self, X, y, weights) -> tuple[np.ndarray, list | None]:
         """The 0/1 search matrix of training ``X`` and its column names (sets ``binarizer_``)."""
-        Xb = self._fit_questions(X)
+        Xb = self._fit_questions(X, y, weights)
         names = self._search_feature_names()
         if Xb.shape[1] == 0:  # every raw column is constant: a single leaf, no valid split
             Xb = np.zeros((Xb.shape[0], 1), dtype=np.uint8)
@@ -398,7 +398,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         )
         rho = validate_rho(self.rho, len(classes))
         weights, X, y_enc = self._drop_zero_weights(sample_weight, X, y_enc)
-        Xb, search_names = self._search_features(X)
+        Xb, search_names = self._search_features(X, y_enc, weights)
         self.classes_ = classes
         self.rho_ = rho
         search = AndOrSearch(Xb, y_enc, len(classes), self.alpha, self.beta, rho, sample_weight=weights)
@@ -638,7 +638,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
             y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape,
             scale=self.prior_scale,
         )
-        Xb, search_names = self._search_features(X)
+        Xb, search_names = self._search_features(X, y, weights)
         self.prior_ = prior
         search = RegressionSearch(Xb, y, self.alpha, self.beta, prior, sample_weight=weights)
         result = self._run_search(search, Xb.shape[1], lambda: cart_regression_candidates(Xb, y, weights))

@@ -341,7 +341,7 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         y_enc, classes = check_classification_targets_encoded(y, n_samples=_num_samples(X), estimator_name=name)
         rho = self._rho(len(classes))
         prior = self._prior_object()
-        binarizer, E = self._fit_binarizer(X)
+        binarizer, E = self._fit_binarizer(X, y_enc)
         codes, n_codes = _grammar_codes(binarizer, E)
         chipman = isinstance(prior, ChipmanPrior)
         memory = None if self.memory_limit is None else int(self.memory_limit * 2**20)

@@ -418,7 +418,7 @@ class BaseTreeSampler(ClassifierMixin, TreeEstimator):
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
         rho = validate_rho(self.rho, len(classes))
-        Xb = self._fit_questions(X)
+        Xb = self._fit_questions(X, y_enc)
         if Xb.shape[1] == 0:  # every raw column is constant: only the single leaf is possible
             Xb = np.zeros((Xb.shape[0], 1), dtype=np.uint8)
         deadline = None if self.time_limit is None else t_start + float(self.time_limit)
