@@ -176,17 +176,19 @@ def summarize(frame, strategies, time_limit: float) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--strategies", nargs="+", default=["mixed"], help="Binarizer strategies for MAPTree")
-    p.add_argument("--seeds", type=int, default=20, help="problems per setting (default 20)")
-    p.add_argument("--time-limit", type=float, default=30.0, help="MAPTree's time_limit (default 30 s)")
-    p.add_argument("--n-range", type=int, nargs=2, default=(200, 2000), metavar=("LO", "HI"))
-    p.add_argument("--d-range", type=int, nargs=2, default=(2, 8), metavar=("LO", "HI"))
+    p.add_argument("--seeds", type=int, help="problems per setting (default 20)")
+    p.add_argument("--time-limit", type=float, help="MAPTree's time_limit (default 30 s)")
+    p.add_argument("--n-range", type=int, nargs=2, metavar=("LO", "HI"), help="training rows (default 200 2000)")
+    p.add_argument("--d-range", type=int, nargs=2, metavar=("LO", "HI"), help="features (default 2 8)")
     p.add_argument("--n-jobs", type=int, default=1, help="problems fitted at once (processes)")
     p.add_argument("--quick", action="store_true",
-                   help="2 seeds, 100-300 rows, 2-4 features, time_limit 10 (under a minute)")
+                   help="defaults of 2 seeds, 100-300 rows, 2-4 features, time_limit 10 (under a minute)")
     p.add_argument("--out", default=None, help="output stem (default benchmarks/results/step_functions[_quick])")
     a = p.parse_args(argv)
-    if a.quick:
-        a.seeds, a.n_range, a.d_range, a.time_limit = min(a.seeds, 2), (100, 300), (2, 4), min(a.time_limit, 10.0)
+    defaults = (2, (100, 300), (2, 4), 10.0) if a.quick else (20, (200, 2000), (2, 8), 30.0)
+    for name, value in zip(("seeds", "n_range", "d_range", "time_limit"), defaults):
+        if getattr(a, name) is None:
+            setattr(a, name, value)
     out = Path(a.out) if a.out else RESULTS / ("step_functions_quick" if a.quick else "step_functions")
     import pandas as pd
 

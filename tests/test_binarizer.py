@@ -224,7 +224,7 @@ def test_nan_in_numpy_and_nullable_columns():
     [
         ({"n_thresholds": 0}, ValueError, "n_thresholds must be an integer >= 1; got 0"),
         ({"n_thresholds": 2.5}, TypeError, "n_thresholds must be an integer"),
-        ({"strategy": "median"}, ValueError, r"strategy must be one of \['quantile', 'uniform', 'all'\]"),
+        ({"strategy": "median"}, ValueError, r"strategy must be one of \['quantile', 'uniform', 'all', 'boosting', 'mixed'\]"),
         ({"encoding": "binary"}, ValueError, r"encoding must be one of \['ordered', 'onehot'\]"),
         ({"categorical": [5]}, ValueError, r"categorical holds column index 5, outside \[0, 1\]"),
         ({"categorical": ["b"]}, ValueError, "categorical names column 'b'"),

@@ -51,7 +51,7 @@ STRATEGIES = ("quantile", "uniform", "all", "boosting", "mixed")
 #: The strategies that choose thresholds from the target (they need ``fit(X, y)``).
 SUPERVISED = ("boosting", "mixed")
 #: The boosted ensemble of the supervised strategies (:func:`ensemble_cuts`).
-ENSEMBLE = {"n_trees": 5, "max_depth": 3, "learning_rate": 0.5, "min_samples_leaf": 5, "max_rows": 5000,
+ENSEMBLE = {"n_trees": 5, "max_depth": 3, "learning_rate": 0.5, "min_weight_fraction_leaf": 0.01, "max_rows": 5000,
             "min_share": 0.01, "min_gap": 0.02}
 
 
@@ -152,9 +152,10 @@ def cut_positions(
     return np.unique(pos)
 
 
-def _share_below(ranks: np.ndarray, k: int) -> np.ndarray:
-    """The share of the samples at or below each of ``k`` distinct values, from the samples' ranks."""
-    return np.cumsum(np.bincount(ranks, minlength=k)) / max(ranks.size, 1)
+def _share_below(ranks: np.ndarray, k: int, weight: np.ndarray | None = None) -> np.ndarray:
+    """The share of the samples (of their weight) at or below each of ``k`` distinct values, from their ranks."""
+    mass = np.cumsum(np.bincount(ranks, weights=weight, minlength=k).astype(np.float64))
+    return mass / mass[-1] if mass.size and mass[-1] > 0 else mass
 
 
 def fill_positions(chosen: np.ndarray, candidates: np.ndarray, below: np.ndarray, n_thresholds: int) -> np.ndarray:
@@ -236,6 +237,7 @@ def ensemble_cuts(
         weight = np.asarray(sample_weight, dtype=np.float64)
         if weight.shape != (n_samples,) or not np.all(np.isfinite(weight)) or np.any(weight < 0):
             raise ValueError(f"sample_weight must hold {n_samples} finite non-negative numbers")
+    weight_all = weight
     parts, owner = [], []
     for j, kind in enumerate(kinds):
         if kind in ("numeric", "ordered", "binary") or distinct[j].size <= 2:
@@ -256,7 +258,7 @@ def ensemble_cuts(
         residual = target.copy()
         for _ in range(ENSEMBLE["n_trees"]):
             tree = DecisionTreeRegressor(max_depth=ENSEMBLE["max_depth"], random_state=0,
-                                         min_samples_leaf=ENSEMBLE["min_samples_leaf"])
+                                         min_weight_fraction_leaf=ENSEMBLE["min_weight_fraction_leaf"])
             tree.fit(Z, residual.ravel() if residual.shape[1] == 1 else residual, sample_weight=weight)
             t = tree.tree_
             inner = np.flatnonzero(t.children_left >= 0)
@@ -278,7 +280,8 @@ def ensemble_cuts(
         if kind in ("numeric", "ordered"):
             order = sorted(gains[j].items(), key=lambda item: (-item[1], item[0]))
             keep = [p for p, g in order if g > ENSEMBLE["min_share"] * top]
-            out.append(_spread(np.array(keep, dtype=np.int64), _share_below(ranks[j], distinct[j].size)))
+            below = _share_below(ranks[j], distinct[j].size, weight_all)
+            out.append(_spread(np.array(keep, dtype=np.int64), below))
         else:
             out.append(None)
     return out
@@ -500,7 +503,8 @@ class Binarizer(TransformerMixin, BaseEstimator):
         _data.validate_params(self)
         if self.strategy in SUPERVISED and y is None:
             raise ValueError(
-                f"Binarizer(strategy={self.strategy!r}) chooses thresholds from the target: fit(X, y) needs y"
+                f"Binarizer(strategy={self.strategy!r}) requires y to be passed, but the target y is None "
+                f"(it chooses the thresholds from the target: fit(X, y))"
             )
         columns, n_samples, names = _data.read_columns(X, self, reset=True)
         forced = self._categorical_mask(len(columns), names)
@@ -536,9 +540,10 @@ class Binarizer(TransformerMixin, BaseEstimator):
             numbers_.append(x)
             distinct.append(values)
             ranks.append(rank.reshape(-1))
-        ranked = None
+        ranked, weight = None, None
         if self.strategy in SUPERVISED:
             ranked = ensemble_cuts(ranks, distinct, kinds, y, sample_weight, n_samples)
+            weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         # Second pass: the questions of every column.
         thresholds: list[np.ndarray] = []
         splits: list[BinarySplit] = []
@@ -558,7 +563,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
             elif kind in ("numeric", "ordered"):
                 pos = cut_positions(
                     values, x, per_column[j], self.strategy, ranked=None if ranked is None else ranked[j],
-                    below=_share_below(ranks[j], values.size) if ranked is not None else None,
+                    below=_share_below(ranks[j], values.size, weight) if ranked is not None else None,
                 )
                 if kind == "numeric":
                     cuts = np.array([short_threshold(values[i], values[i + 1]) for i in pos], dtype=np.float64)
@@ -836,4 +841,5 @@ class Binarizer(TransformerMixin, BaseEstimator):
         tags.transformer_tags.preserves_dtype = []
         tags.input_tags.categorical = True
         tags.input_tags.string = True
+        tags.target_tags.required = self.strategy in SUPERVISED
         return tags
