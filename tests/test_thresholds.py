@@ -19,6 +19,9 @@ from arboretum.binarizer import SUPERVISED
 
 pd = pytest.importorskip("pandas")
 ROOT = Path(__file__).resolve().parent.parent
+#: Binarizer.fit takes sample_weight for the ensemble only; the candidate values and quantiles come
+#: from every row of X, so weights are not equivalent to repeated or removed rows (documented).
+WEIGHTS_XFAIL = {"check_sample_weight_equivalence_on_dense_data": "weights steer only the ensemble"}
 
 
 def _step(n: int = 700, seed: int = 0):
@@ -202,8 +205,10 @@ def test_supervised_binarizer_passes_sklearn_estimator_checks():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = check_estimator(Binarizer(strategy="boosting"), on_fail=None)
+        results = check_estimator(Binarizer(strategy="boosting"), on_fail=None, expected_failed_checks=WEIGHTS_XFAIL)
     for r in results:
+        if r["status"] == "xfail":
+            continue
         if r["status"] == "skipped":
             assert "SCIPY_ARRAY_API is not set" in str(r["exception"]), r["check_name"]
         else:

@@ -27,6 +27,24 @@ and each edge ``e`` becomes the cut below the smallest training value
 paper; an edge at the minimum cuts just above it); cuts that coincide are
 merged, so a column may get fewer.
 ``strategy="all"`` cuts between every two distinct values.
+
+The *supervised* strategies choose the cuts from the target ``y``
+(``fit(X, y)``), after McTavish et al. (AAAI 2022): a small boosted ensemble
+(:data:`ENSEMBLE`: 5 squared-error trees of depth 3 fitted by scikit-learn's
+CART, ``random_state=0``, on at most 5000 rows drawn with a fixed seed)
+is fitted to ``y``, and every cut it uses is ranked by its total impurity
+decrease.  Cuts below 1% of the ensemble's best gain are dropped, and so is a
+cut within 2% of the samples of a better one on its column; then
+
+- ``strategy="boosting"`` keeps the first ``n_thresholds`` of them (a column
+  that the ensemble never cuts gets no threshold: the search will not split
+  it),
+- ``strategy="mixed"`` tops them up to ``n_thresholds`` with quantile cuts,
+  each time the one farthest (in share of the samples) from the cuts taken.
+
+Their cuts lie between consecutive training values like every other
+strategy's, are the same on every fit of the same data, and cost about a
+quarter of a second on 50000 x 20.
 """
 
 from __future__ import annotations
@@ -184,6 +202,18 @@ def _spread(ranked: np.ndarray, below: np.ndarray) -> np.ndarray:
     return np.asarray(kept, dtype=np.int64)
 
 
+def _check_weights(sample_weight: Any, n_samples: int) -> np.ndarray | None:
+    """``sample_weight`` as float64, or None; refuses a wrong length, negative or non-finite weights, all zeros."""
+    if sample_weight is None:
+        return None
+    weight = np.asarray(sample_weight, dtype=np.float64)
+    if weight.shape != (n_samples,) or not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError(f"sample_weight must hold {n_samples} finite non-negative numbers")
+    if n_samples and not np.any(weight > 0):
+        raise ValueError("sample_weight is zero for every sample; at least one must be positive")
+    return weight
+
+
 def _target_matrix(y: Any, n_samples: int) -> np.ndarray:
     """The ensemble's target: a float ``y`` scaled to unit spread, class labels one-hot (one column for two)."""
     y = np.asarray(y)
@@ -232,12 +262,7 @@ def ensemble_cuts(
     from sklearn.tree import DecisionTreeRegressor
 
     target = _target_matrix(y, n_samples)
-    weight = None
-    if sample_weight is not None:
-        weight = np.asarray(sample_weight, dtype=np.float64)
-        if weight.shape != (n_samples,) or not np.all(np.isfinite(weight)) or np.any(weight < 0):
-            raise ValueError(f"sample_weight must hold {n_samples} finite non-negative numbers")
-    weight_all = weight
+    weight = weight_all = _check_weights(sample_weight, n_samples)
     parts, owner = [], []
     for j, kind in enumerate(kinds):
         if kind in ("numeric", "ordered", "binary") or distinct[j].size <= 2:
@@ -352,10 +377,13 @@ class Binarizer(TransformerMixin, BaseEstimator):
         The most thresholds per numeric (or ordered categorical) column; a
         column with at most ``n_thresholds + 1`` distinct values is cut
         between every two.
-    strategy : {"quantile", "uniform", "all"}, default="quantile"
+    strategy : {"quantile", "uniform", "all", "boosting", "mixed"}, default="quantile"
         Where the thresholds go (module docstring): at the quantiles, at
-        equal widths, or between every two distinct values (what CART
-        considers; many columns for continuous data).
+        equal widths, between every two distinct values (what CART
+        considers; many columns for continuous data), or, from the target
+        (``fit(X, y)``), the cuts a small boosted ensemble uses, most useful
+        first ("boosting"), topped up with quantile cuts ("mixed").  The
+        MAPTree estimators' default binarizer uses "boosting".
     categorical : None, array-like of int or str, or array-like of bool, default=None
         Columns to treat as categorical whatever their dtype (indices, names
         of DataFrame columns, or a boolean mask over the columns).  Object,
@@ -493,8 +521,11 @@ class Binarizer(TransformerMixin, BaseEstimator):
             regression target, anything else (integers, strings, booleans)
             class labels.
         sample_weight : array-like of shape (n_samples,) or None
-            Non-negative weights of the samples for the ensemble of
-            ``"boosting"`` and ``"mixed"`` (ignored by the others).
+            Non-negative weights of the samples, not all zero.  They steer
+            only the ensemble of ``"boosting"`` and ``"mixed"`` (and the
+            spacing of their cuts); the candidate values and the quantiles
+            come from every row of ``X``, so the estimators leave out the
+            samples of weight 0 before they fit the Binarizer.
 
         Returns
         -------
@@ -540,10 +571,10 @@ class Binarizer(TransformerMixin, BaseEstimator):
             numbers_.append(x)
             distinct.append(values)
             ranks.append(rank.reshape(-1))
-        ranked, weight = None, None
+        weight = _check_weights(sample_weight, n_samples)
+        ranked = None
         if self.strategy in SUPERVISED:
-            ranked = ensemble_cuts(ranks, distinct, kinds, y, sample_weight, n_samples)
-            weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+            ranked = ensemble_cuts(ranks, distinct, kinds, y, weight, n_samples)
         # Second pass: the questions of every column.
         thresholds: list[np.ndarray] = []
         splits: list[BinarySplit] = []

@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from .binarizer import STRATEGIES
 
 __all__ = ["main"]
 
@@ -428,9 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="binarisation of non-0/1 columns: thresholds per numeric column (default 8)",
     )
     f.add_argument(
-        "--threshold-strategy", choices=["quantile", "uniform", "all"], default="quantile",
-        help="'quantile' (default): thresholds at the quantiles; 'uniform': at equal widths; 'all': "
-        "between every two consecutive distinct values",
+        "--threshold-strategy", choices=list(STRATEGIES), default="boosting",
+        help="'boosting' (default): the cuts a small boosted ensemble fitted to the target uses, most "
+        "useful first; 'mixed': those topped up with quantile cuts; 'quantile': at the quantiles; "
+        "'uniform': at equal widths; 'all': between every two consecutive distinct values",
     )
     f.add_argument(
         "--categorical", nargs="+", metavar="COLUMN",

@@ -67,6 +67,16 @@ class _MAPTreeBase(TreeEstimator):
 
     _predict_methods = ("map",)
 
+    def _default_binarizer(self) -> Binarizer:
+        """``Binarizer(strategy="boosting")``: the cuts a small boosted ensemble uses on the target.
+
+        Measured against the quantile default (``benchmarks/step_functions.py``; 5-fold CV on iris,
+        wine, breast cancer, diabetes): the real cuts of step functions are found, test scores match
+        or beat CART at depths 2-4 where quantile thresholds lost 0.05-0.06, and with fewer, better
+        candidates the searches certify far more often and faster.
+        """
+        return Binarizer(strategy="boosting")
+
     def _user_trees(self, n_features: int) -> list:
         """Split functions of the user's ``initial_trees``; [] for "cart" and None."""
         if self.initial_trees is None or isinstance(self.initial_trees, str):
@@ -261,8 +271,12 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
     binarizer : Binarizer or None, default=None
         How to binarise: an unfitted :class:`~arboretum.Binarizer` (cloned at
         fit), e.g. ``Binarizer(n_thresholds=4, categorical=["zip"])``; None
-        means ``Binarizer()`` (up to 8 quantile thresholds per numeric column,
-        one-hot categories).  Its parameters can be set and tuned as
+        means ``Binarizer(strategy="boosting")``: up to 8 thresholds per
+        numeric column, those that a small boosted ensemble fitted to ``y``
+        uses, most useful first (a column it never splits gets none), and
+        one-hot categories.  The certificate is relative to these candidate
+        splits (``binarizer_.get_feature_names_out()``): ``tree_`` is the MAP
+        tree among the trees that ask only them.  Its parameters can be set and tuned as
         ``binarizer__n_thresholds`` and the like, also while it is None.
         Unused when ``X`` is not binarised.
     verbose : int, default=0
@@ -502,8 +516,9 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
     binarize : "auto", True, "always", False or None, default="auto"
         As in :class:`MAPTreeClassifier`.
     binarizer : Binarizer or None, default=None
-        As in :class:`MAPTreeClassifier` (default ``Binarizer()``: up to 8
-        quantile thresholds per numeric column).
+        As in :class:`MAPTreeClassifier` (default
+        ``Binarizer(strategy="boosting")``: up to 8 thresholds per numeric
+        column, those a small boosted ensemble fitted to ``y`` uses).
     verbose : int, default=0
         If > 0, print the bounds about once a second while searching.
 
