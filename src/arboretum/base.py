@@ -33,6 +33,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from . import data as _data
+from ._compile import warm_up
 from .binarizer import Binarizer
 from .data import Check, InstanceOf, Interval, Options
 from .exceptions import LimitWarning
@@ -251,6 +252,17 @@ class TreeEstimator(BaseEstimator):
     @staticmethod
     def _clock() -> float:
         return time.perf_counter()
+
+    #: The family of numba kernels a fit runs (:mod:`arboretum._compile`), or None.
+    _kernel_family: str | None = None
+
+    def _start_clock(self) -> float:
+        """Compile (or load from numba's cache) the kernels of this estimator, then start the fit's
+        clock: compilation never counts against ``time_limit``.  Sets ``compile_time_`` (seconds;
+        0.0 when the kernels were ready in this process) and returns the clock's start."""
+        family = self._kernel_family
+        self.compile_time_ = 0.0 if family is None else warm_up(family)
+        return self._clock()
 
     # -- persistence (arboretum.save / arboretum.load) ----------------------------------------
     def _get_fitted_state(self) -> dict[str, Any]:

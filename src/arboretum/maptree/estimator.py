@@ -50,6 +50,7 @@ def _trees_ok(trees: Any) -> bool:
 #: Parameters every MAPTree estimator has.
 _COMMON = ("alpha", "beta", "time_limit", "memory_limit", "binarize", "binarizer", "verbose")
 _OWN: dict = {
+    "max_depth": [Interval(numbers.Integral, 1, None), None],
     "max_expansions": [Interval(numbers.Integral, 0, None), None],
     "initial_trees": [Options(("cart",)), None, Check(_trees_ok, "a list of arboretum.Tree")],
     "strategy": [Options(STRATEGIES)],
@@ -228,6 +229,12 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         For two classes this is the Beta prior; the paper writes it
         ``(rho^1, rho^0)``, label 1 first, while here ``rho[0]`` goes with
         ``classes_[0]``.
+    max_depth : int or None, default=None
+        Only trees of at most this many levels of splits: the answer is the
+        MAP tree among them (a node at that depth is a leaf, with the prior
+        probability ``1 - p_split(d)`` it has in every tree), certified the
+        same way.  None: any depth.  A limit shrinks the search, often by
+        orders of magnitude, and is what DL8.5, STreeD and GOSDT users know.
     max_expansions : int or None, default=None
         Stop after this many node expansions.
     time_limit : float or None, default=None
@@ -359,6 +366,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         alpha: float = 0.95,
         beta: float = 0.5,
         rho=2.5,
+        max_depth: int | None = None,
         max_expansions: int | None = None,
         time_limit: float | None = None,
         memory_limit: float | None = None,
@@ -371,6 +379,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         self.alpha = alpha
         self.beta = beta
         self.rho = rho
+        self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.time_limit = time_limit
         self.memory_limit = memory_limit
@@ -381,6 +390,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         self.verbose = verbose
 
     _parameter_constraints: dict = constraints(*_COMMON, "rho", **_OWN)
+    _kernel_family = "maptree-classification"
 
     def fit(self, X, y, sample_weight=None) -> "MAPTreeClassifier":
         """Search for the MAP tree of ``(X, y)``.
@@ -405,17 +415,19 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         -------
         self : MAPTreeClassifier
         """
-        t_start = self._clock()
         self._validate_params()
         y_enc, classes = check_classification_targets_encoded(
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
+        t_start = self._start_clock()
         rho = validate_rho(self.rho, len(classes))
         weights, X, y_enc = self._drop_zero_weights(sample_weight, X, y_enc)
         Xb, search_names = self._search_features(X, y_enc, weights)
         self.classes_ = classes
         self.rho_ = rho
-        search = AndOrSearch(Xb, y_enc, len(classes), self.alpha, self.beta, rho, sample_weight=weights)
+        search = AndOrSearch(
+            Xb, y_enc, len(classes), self.alpha, self.beta, rho, sample_weight=weights, max_depth=self.max_depth
+        )
         result = self._run_search(search, Xb.shape[1], lambda: cart_candidates(Xb, y_enc))
         self._store(
             search, result, t_start, search_names,
@@ -496,6 +508,12 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         With the data-derived defaults of ``prior_mean`` and ``prior_scale``
         the fitted tree does not change when ``y`` is replaced by ``c * y + s``
         (the log posterior of every tree shifts by ``-n log|c|``).
+    max_depth : int or None, default=None
+        Only trees of at most this many levels of splits: the answer is the
+        MAP tree among them (a node at that depth is a leaf, with the prior
+        probability ``1 - p_split(d)`` it has in every tree), certified the
+        same way.  None: any depth.  A limit shrinks the search, often by
+        orders of magnitude, and is what DL8.5, STreeD and GOSDT users know.
     max_expansions : int or None, default=None
         Stop after this many node expansions.
     time_limit : float or None, default=None
@@ -586,6 +604,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         prior_kappa: float = DEFAULT_PRIOR_KAPPA,
         prior_shape: float = DEFAULT_PRIOR_SHAPE,
         prior_scale: float | None = None,
+        max_depth: int | None = None,
         max_expansions: int | None = None,
         time_limit: float | None = None,
         memory_limit: float | None = None,
@@ -601,6 +620,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         self.prior_kappa = prior_kappa
         self.prior_shape = prior_shape
         self.prior_scale = prior_scale
+        self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.time_limit = time_limit
         self.memory_limit = memory_limit
@@ -610,6 +630,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         self.binarizer = binarizer
         self.verbose = verbose
 
+    _kernel_family = "maptree-regression"
     _parameter_constraints: dict = constraints(
         *_COMMON,
         **_OWN,
@@ -640,9 +661,9 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         -------
         self : MAPTreeRegressor
         """
-        t_start = self._clock()
         self._validate_params()
         y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
+        t_start = self._start_clock()
         weights, X, y = self._drop_zero_weights(sample_weight, X, y)
         if weights is not None and weights.sum() > MAX_REGRESSION_WEIGHT:
             raise ValueError(
@@ -655,7 +676,9 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         )
         Xb, search_names = self._search_features(X, y, weights)
         self.prior_ = prior
-        search = RegressionSearch(Xb, y, self.alpha, self.beta, prior, sample_weight=weights)
+        search = RegressionSearch(
+            Xb, y, self.alpha, self.beta, prior, sample_weight=weights, max_depth=self.max_depth
+        )
         result = self._run_search(search, Xb.shape[1], lambda: cart_regression_candidates(Xb, y, weights))
         self._store(
             search, result, t_start, search_names,
