@@ -224,7 +224,7 @@ def test_nan_in_numpy_and_nullable_columns():
     [
         ({"n_thresholds": 0}, ValueError, "n_thresholds must be an integer >= 1; got 0"),
         ({"n_thresholds": 2.5}, TypeError, "n_thresholds must be an integer"),
-        ({"strategy": "median"}, ValueError, r"strategy must be one of \['quantile', 'uniform', 'all'\]"),
+        ({"strategy": "median"}, ValueError, r"strategy must be one of \['quantile', 'uniform', 'all', 'boosting', 'mixed'\]"),
         ({"encoding": "binary"}, ValueError, r"encoding must be one of \['ordered', 'onehot'\]"),
         ({"categorical": [5]}, ValueError, r"categorical holds column index 5, outside \[0, 1\]"),
         ({"categorical": ["b"]}, ValueError, "categorical names column 'b'"),
@@ -455,15 +455,20 @@ def test_single_leaf_and_binary_split_text():
 
 
 def test_binarizer_passes_sklearn_estimator_checks():
+    # fit's sample_weight steers only the supervised strategies' ensemble (test_thresholds.py)
+    WEIGHTS_XFAIL = {"check_sample_weight_equivalence_on_dense_data": "weights steer only the ensemble"}
+
     import warnings
 
     from sklearn.utils.estimator_checks import check_estimator
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = check_estimator(Binarizer(), on_fail=None)
+        results = check_estimator(Binarizer(), on_fail=None, expected_failed_checks=WEIGHTS_XFAIL)
     assert len(results) >= 40
     for r in results:
+        if r["status"] == "xfail":
+            continue
         if r["status"] == "skipped":
             assert "SCIPY_ARRAY_API is not set" in str(r["exception"]), r["check_name"]
         else:

@@ -33,6 +33,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from . import data as _data
+from ._compile import warm_up
 from .binarizer import Binarizer
 from .data import Check, InstanceOf, Interval, Options
 from .exceptions import LimitWarning
@@ -163,8 +164,14 @@ class TreeEstimator(BaseEstimator):
             return "always" if b else "never"
         return "never"
 
-    def _fit_binarizer(self, X: Any) -> tuple[Binarizer | None, np.ndarray]:
+    def _fit_binarizer(
+        self, X: Any, y: np.ndarray | None = None, sample_weight: np.ndarray | None = None
+    ) -> tuple[Binarizer | None, np.ndarray]:
         """Read ``X`` at fit; set ``n_features_in_``, ``feature_names_in_`` and ``binarizer_``.
+
+        ``y`` (encoded class labels as integers, or regression targets as
+        floats) and ``sample_weight`` go to :meth:`Binarizer.fit`, for the
+        strategies that choose thresholds from the target.
 
         Returns ``(None, X as 0/1 uint8)`` when ``X`` is used as it is
         (``binarize="auto"`` on 0/1 data, or ``binarize=False``), else
@@ -177,18 +184,20 @@ class TreeEstimator(BaseEstimator):
             self.binarizer_ = None
             return None, _data.check_binary_features(E, estimator_name=type(self).__name__)
         binarizer = clone(self.binarizer) if self.binarizer is not None else self._default_binarizer()
-        binarizer.fit(X)
+        binarizer.fit(X, y, sample_weight=sample_weight)
         self.binarizer_ = binarizer
         return binarizer, _data.encode_columns(columns, binarizer.categories_, names)
 
-    def _fit_questions(self, X: Any) -> np.ndarray:
+    def _fit_questions(
+        self, X: Any, y: np.ndarray | None = None, sample_weight: np.ndarray | None = None
+    ) -> np.ndarray:
         """The 0/1 matrix a model of binary questions searches (MAPTree, samplers); sets ``binarizer_``."""
-        binarizer, E = self._fit_binarizer(X)
+        binarizer, E = self._fit_binarizer(X, y, sample_weight)
         return E if binarizer is None else binarizer.binarize_encoded(E)
 
-    def _fit_codes(self, X: Any) -> np.ndarray:
+    def _fit_codes(self, X: Any, y: np.ndarray | None = None) -> np.ndarray:
         """The ordinal codes of the binarizer's groups (BCART-PCFG); sets ``binarizer_``."""
-        binarizer, E = self._fit_binarizer(X)
+        binarizer, E = self._fit_binarizer(X, y)
         return binarizer.ordinal_encoded(E)
 
     def _encoded_X(self, X: Any) -> np.ndarray:
@@ -243,6 +252,17 @@ class TreeEstimator(BaseEstimator):
     @staticmethod
     def _clock() -> float:
         return time.perf_counter()
+
+    #: The family of numba kernels a fit runs (:mod:`arboretum._compile`), or None.
+    _kernel_family: str | None = None
+
+    def _start_clock(self) -> float:
+        """Compile (or load from numba's cache) the kernels of this estimator, then start the fit's
+        clock: compilation never counts against ``time_limit``.  Sets ``compile_time_`` (seconds;
+        0.0 when the kernels were ready in this process) and returns the clock's start."""
+        family = self._kernel_family
+        self.compile_time_ = 0.0 if family is None else warm_up(family)
+        return self._clock()
 
     # -- persistence (arboretum.save / arboretum.load) ----------------------------------------
     def _get_fitted_state(self) -> dict[str, Any]:

@@ -27,6 +27,24 @@ and each edge ``e`` becomes the cut below the smallest training value
 paper; an edge at the minimum cuts just above it); cuts that coincide are
 merged, so a column may get fewer.
 ``strategy="all"`` cuts between every two distinct values.
+
+The *supervised* strategies choose the cuts from the target ``y``
+(``fit(X, y)``), after McTavish et al. (AAAI 2022): a small boosted ensemble
+(:data:`ENSEMBLE`: 5 squared-error trees of depth 3 fitted by scikit-learn's
+CART, ``random_state=0``, on at most 5000 rows drawn with a fixed seed)
+is fitted to ``y``, and every cut it uses is ranked by its total impurity
+decrease.  Cuts below 1% of the ensemble's best gain are dropped, and so is a
+cut within 2% of the samples of a better one on its column; then
+
+- ``strategy="boosting"`` keeps the first ``n_thresholds`` of them (a column
+  that the ensemble never cuts gets no threshold: the search will not split
+  it),
+- ``strategy="mixed"`` tops them up to ``n_thresholds`` with quantile cuts,
+  each time the one farthest (in share of the samples) from the cuts taken.
+
+Their cuts lie between consecutive training values like every other
+strategy's, are the same on every fit of the same data, and cost about a
+quarter of a second on 50000 x 20.
 """
 
 from __future__ import annotations
@@ -47,7 +65,12 @@ from .tree import BINARY, CATEGORY, LEAF, THRESHOLD, Tree, TreeBuilder, split_te
 __all__ = ["Binarizer", "BinarySplit", "STRATEGIES"]
 
 #: Values of the ``strategy`` parameter.
-STRATEGIES = ("quantile", "uniform", "all")
+STRATEGIES = ("quantile", "uniform", "all", "boosting", "mixed")
+#: The strategies that choose thresholds from the target (they need ``fit(X, y)``).
+SUPERVISED = ("boosting", "mixed")
+#: The boosted ensemble of the supervised strategies (:func:`ensemble_cuts`).
+ENSEMBLE = {"n_trees": 5, "max_depth": 3, "learning_rate": 0.5, "min_weight_fraction_leaf": 0.01, "max_rows": 5000,
+            "min_share": 0.01, "min_gap": 0.02}
 
 
 class BinarySplit(NamedTuple):
@@ -103,20 +126,40 @@ def short_threshold(lo: float, hi: float) -> float:
     return mid if lo <= mid < hi else lo  # lo and hi are adjacent floats
 
 
-def cut_positions(values: np.ndarray, x: np.ndarray, n_thresholds: int | None, strategy: str) -> np.ndarray:
+def cut_positions(
+    values: np.ndarray,
+    x: np.ndarray,
+    n_thresholds: int | None,
+    strategy: str,
+    ranked: np.ndarray | None = None,
+    below: np.ndarray | None = None,
+) -> np.ndarray:
     """Where to cut the sorted distinct ``values`` of a column whose samples are ``x``.
 
     Position ``i`` means a cut between ``values[i]`` and ``values[i + 1]``.
     ``n_thresholds=None`` or ``strategy="all"`` cuts everywhere (so does a
     column with at most ``n_thresholds + 1`` values); "quantile" and "uniform"
     place ``n_thresholds`` edges (module docstring) and cut below the first
-    value at or above each edge.
+    value at or above each edge; "boosting" takes the first ``n_thresholds``
+    of ``ranked`` (the ensemble's cut positions, best first,
+    :func:`ensemble_cuts`), and "mixed" tops them up with quantile cuts
+    (:func:`fill_positions`; ``below`` is the share of the samples at or
+    below each value, computed from ``x`` when not given).  Returns the
+    positions sorted.
     """
     k = values.shape[0]
     if k < 2:
         return np.zeros(0, dtype=np.int64)
     if strategy == "all" or n_thresholds is None or k - 1 <= n_thresholds:
         return np.arange(k - 1)
+    if strategy in SUPERVISED:
+        chosen = np.asarray(ranked if ranked is not None else [], dtype=np.int64)[:n_thresholds]
+        if strategy == "mixed" and chosen.size < n_thresholds:
+            quantile = cut_positions(values, x, n_thresholds, "quantile")
+            if below is None:
+                below = _share_below(np.searchsorted(values, x), values.size)
+            chosen = fill_positions(chosen, quantile, below, n_thresholds)
+        return np.unique(chosen)
     if strategy == "uniform":
         edges = np.linspace(values[0], values[-1], n_thresholds + 2)[1:-1]
     else:
@@ -125,6 +168,148 @@ def cut_positions(values: np.ndarray, x: np.ndarray, n_thresholds: int | None, s
     # value holds most samples) cuts just above it rather than nowhere
     pos = np.clip(np.searchsorted(values, edges, side="left") - 1, 0, k - 2)
     return np.unique(pos)
+
+
+def _share_below(ranks: np.ndarray, k: int, weight: np.ndarray | None = None) -> np.ndarray:
+    """The share of the samples (of their weight) at or below each of ``k`` distinct values, from their ranks."""
+    mass = np.cumsum(np.bincount(ranks, weights=weight, minlength=k).astype(np.float64))
+    return mass / mass[-1] if mass.size and mass[-1] > 0 else mass
+
+
+def fill_positions(chosen: np.ndarray, candidates: np.ndarray, below: np.ndarray, n_thresholds: int) -> np.ndarray:
+    """``chosen`` cut positions topped up to ``n_thresholds`` from ``candidates``, widest gap first.
+
+    Each step adds the candidate farthest, in share of the samples, from the
+    cuts already chosen (and from the column's ends), so the added cuts split
+    the largest stretches of samples that no chosen cut splits; ties go to the
+    smaller position.
+    """
+    out = [int(p) for p in chosen]
+    rest = sorted(set(int(p) for p in candidates) - set(out))
+    while len(out) < n_thresholds and rest:
+        marks = np.array([0.0, 1.0] + [below[p] for p in out])
+        far = [float(np.min(np.abs(marks - below[p]))) for p in rest]
+        out.append(rest.pop(int(np.argmax(far))))
+    return np.asarray(out, dtype=np.int64)
+
+
+def _spread(ranked: np.ndarray, below: np.ndarray) -> np.ndarray:
+    """``ranked`` cut positions without those within ``ENSEMBLE["min_gap"]`` of the samples of a better one."""
+    kept: list[int] = []
+    for p in ranked.tolist():
+        if all(abs(below[p] - below[q]) >= ENSEMBLE["min_gap"] for q in kept):
+            kept.append(p)
+    return np.asarray(kept, dtype=np.int64)
+
+
+def _check_weights(sample_weight: Any, n_samples: int) -> np.ndarray | None:
+    """``sample_weight`` as float64, or None; refuses a wrong length, negative or non-finite weights, all zeros."""
+    if sample_weight is None:
+        return None
+    weight = np.asarray(sample_weight, dtype=np.float64)
+    if weight.shape != (n_samples,) or not np.all(np.isfinite(weight)) or np.any(weight < 0):
+        raise ValueError(f"sample_weight must hold {n_samples} finite non-negative numbers")
+    if n_samples and not np.any(weight > 0):
+        raise ValueError("sample_weight is zero for every sample; at least one must be positive")
+    return weight
+
+
+def _target_matrix(y: Any, n_samples: int) -> np.ndarray:
+    """The ensemble's target: a float ``y`` scaled to unit spread, class labels one-hot (one column for two)."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(f"y must be 1-d with one value per row of X ({n_samples}); got shape {y.shape}")
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y has a missing or infinite value; the Binarizer's ensemble needs finite targets")
+        top = np.max(np.abs(y)) if y.size else 0.0
+        t = y / top if top > 0 else y.astype(np.float64)  # no overflow in the squares, whatever the scale
+        spread = t.std()
+        return ((t - t.mean()) / (spread if spread > 0 else 1.0)).reshape(-1, 1)
+    _, codes = np.unique(y.astype(str) if y.dtype.kind == "O" else y, return_inverse=True)
+    onehot = np.eye(int(codes.max()) + 1 if codes.size else 1)[codes.ravel()]
+    return onehot[:, 1:] if onehot.shape[1] == 2 else onehot
+
+
+def ensemble_cuts(
+    ranks: Sequence[np.ndarray],
+    distinct: Sequence[np.ndarray],
+    kinds: Sequence[str],
+    y: Any,
+    sample_weight: Any,
+    n_samples: int,
+) -> list[np.ndarray | None]:
+    """The cut positions a small boosted ensemble uses on each column, most useful first.
+
+    The ensemble (after McTavish et al., "Fast sparse decision tree
+    optimization via reference ensembles", AAAI 2022): ``ENSEMBLE["n_trees"]``
+    regression trees of depth ``ENSEMBLE["max_depth"]``, each fitted by
+    scikit-learn's CART to the residuals of the ones before (squared-error
+    boosting, shrinkage ``ENSEMBLE["learning_rate"]``, ``random_state=0``),
+    on the target of :func:`_target_matrix` (a regression target scaled to
+    unit spread; class labels one-hot, where squared error is the Gini
+    impurity).  Numeric and ordered columns enter as the ranks of their
+    distinct values, so every split is a cut between two consecutive training
+    values and maps to its position exactly; 0/1 columns as they are and
+    categorical columns as one-hot indicators, so that they explain what they
+    can and no numeric column is cut to imitate them.
+
+    Returns, for every numeric or ordered column, its positions (as in
+    :func:`cut_positions`) sorted by the total weighted impurity decrease of
+    the splits that use them, largest first (ties: smaller position first);
+    None for the other columns.
+    """
+    from sklearn.tree import DecisionTreeRegressor
+
+    target = _target_matrix(y, n_samples)
+    weight = weight_all = _check_weights(sample_weight, n_samples)
+    parts, owner = [], []
+    for j, kind in enumerate(kinds):
+        if kind in ("numeric", "ordered", "binary") or distinct[j].size <= 2:
+            parts.append(ranks[j].reshape(-1, 1))
+            owner.append(j)
+        else:  # one-hot indicators of a categorical column
+            codes = ranks[j]
+            parts.append((codes[:, None] == np.arange(distinct[j].size)).astype(np.float64))
+            owner.extend([-1] * distinct[j].size)
+    gains: list[dict[int, float]] = [{} for _ in kinds]
+    if parts and target.size:
+        Z = np.hstack(parts).astype(np.float32)
+        if n_samples > ENSEMBLE["max_rows"]:  # a fixed random subset of the rows
+            rows = np.sort(np.random.default_rng(0).choice(n_samples, ENSEMBLE["max_rows"], replace=False))
+            Z, target = Z[rows], target[rows]
+            weight = None if weight is None else weight[rows]
+        owner_arr = np.asarray(owner)
+        residual = target.copy()
+        for _ in range(ENSEMBLE["n_trees"]):
+            tree = DecisionTreeRegressor(max_depth=ENSEMBLE["max_depth"], random_state=0,
+                                         min_weight_fraction_leaf=ENSEMBLE["min_weight_fraction_leaf"])
+            tree.fit(Z, residual.ravel() if residual.shape[1] == 1 else residual, sample_weight=weight)
+            t = tree.tree_
+            inner = np.flatnonzero(t.children_left >= 0)
+            if inner.size == 0:
+                break
+            w, imp = t.weighted_n_node_samples, t.impurity
+            left, right = t.children_left[inner], t.children_right[inner]
+            gain = w[inner] * imp[inner] - w[left] * imp[left] - w[right] * imp[right]
+            for f, thr, g in zip(t.feature[inner].tolist(), t.threshold[inner].tolist(), gain.tolist()):
+                j = int(owner_arr[f])
+                if j >= 0 and kinds[j] in ("numeric", "ordered"):
+                    pos = min(max(int(math.floor(thr)), 0), distinct[j].size - 2)
+                    gains[j][pos] = gains[j].get(pos, 0.0) + g
+            prediction = tree.predict(Z).reshape(residual.shape)
+            residual -= ENSEMBLE["learning_rate"] * prediction
+    top = max((g for d in gains for g in d.values()), default=0.0)
+    out: list[np.ndarray | None] = []
+    for j, kind in enumerate(kinds):
+        if kind in ("numeric", "ordered"):
+            order = sorted(gains[j].items(), key=lambda item: (-item[1], item[0]))
+            keep = [p for p, g in order if g > ENSEMBLE["min_share"] * top]
+            below = _share_below(ranks[j], distinct[j].size, weight_all)
+            out.append(_spread(np.array(keep, dtype=np.int64), below))
+        else:
+            out.append(None)
+    return out
 
 
 def _sorted_labels(labels: list) -> list:
@@ -192,10 +377,13 @@ class Binarizer(TransformerMixin, BaseEstimator):
         The most thresholds per numeric (or ordered categorical) column; a
         column with at most ``n_thresholds + 1`` distinct values is cut
         between every two.
-    strategy : {"quantile", "uniform", "all"}, default="quantile"
+    strategy : {"quantile", "uniform", "all", "boosting", "mixed"}, default="quantile"
         Where the thresholds go (module docstring): at the quantiles, at
-        equal widths, or between every two distinct values (what CART
-        considers; many columns for continuous data).
+        equal widths, between every two distinct values (what CART
+        considers; many columns for continuous data), or, from the target
+        (``fit(X, y)``), the cuts a small boosted ensemble uses, most useful
+        first ("boosting"), topped up with quantile cuts ("mixed").  The
+        MAPTree estimators' default binarizer uses "boosting".
     categorical : None, array-like of int or str, or array-like of bool, default=None
         Columns to treat as categorical whatever their dtype (indices, names
         of DataFrame columns, or a boolean mask over the columns).  Object,
@@ -322,7 +510,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
         return [str(n) for n in self.feature_names_in_] if hasattr(self, "feature_names_in_") else None
 
     # -- fitting ---------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> "Binarizer":
+    def fit(self, X: Any, y: Any = None, sample_weight: Any = None) -> "Binarizer":
         """Learn the kind, thresholds and categories of every column of ``X``.
 
         Parameters
@@ -330,19 +518,67 @@ class Binarizer(TransformerMixin, BaseEstimator):
         X : array-like or pandas DataFrame of shape (n_samples, n_features)
             Raw features: numbers, booleans, strings or categories; no missing
             values.
-        y : None
-            Ignored.
+        y : array-like of shape (n_samples,) or None
+            The target, needed by ``strategy="boosting"`` and ``"mixed"`` (and
+            ignored by the others): real numbers of a float dtype are a
+            regression target, anything else (integers, strings, booleans)
+            class labels.
+        sample_weight : array-like of shape (n_samples,) or None
+            Non-negative weights of the samples, not all zero.  They steer
+            only the ensemble of ``"boosting"`` and ``"mixed"`` (and the
+            spacing of their cuts); the candidate values and the quantiles
+            come from every row of ``X``, so the estimators leave out the
+            samples of weight 0 before they fit the Binarizer.
 
         Returns
         -------
         self : Binarizer
         """
         _data.validate_params(self)
-        columns, _, names = _data.read_columns(X, self, reset=True)
+        if self.strategy in SUPERVISED and y is None:
+            raise ValueError(
+                f"Binarizer(strategy={self.strategy!r}) requires y to be passed, but the target y is None "
+                f"(it chooses the thresholds from the target: fit(X, y))"
+            )
+        columns, n_samples, names = _data.read_columns(X, self, reset=True)
         forced = self._categorical_mask(len(columns), names)
         per_column = self._n_thresholds_per_column(len(columns), names)
+        # First pass: every column's kind, and its values as numbers (numeric: the values; ordered:
+        # the category codes; one-hot: the category codes too).
         kinds: list[str] = []
         categories: list = []
+        numbers_: list[np.ndarray] = []
+        distinct: list[np.ndarray] = []
+        ranks: list[np.ndarray] = []  # each sample's position in its column's distinct values
+        for j, col in enumerate(columns):
+            kind, declared = _data.column_kind(col, j, names, forced=bool(forced[j]),
+                                               ordered=self.encoding == "ordered")
+            cats = None
+            if kind in ("binary", "numeric"):
+                x = _data.numeric_values(col, j, names)
+                values, rank = np.unique(x, return_inverse=True)
+                if kind == "binary" or (values.size == 2 and values[0] == 0 and values[1] == 1):
+                    kind = "binary"
+            else:
+                labels = _data.label_values(col, j, names)
+                seen = dict.fromkeys(labels.tolist())
+                order = [c for c in declared if c in seen] if declared is not None else _sorted_labels(list(seen))
+                cats = np.empty(len(order), dtype=object)
+                cats[:] = order
+                code = {c: i for i, c in enumerate(order)}
+                x = np.array([code[v] for v in labels.tolist()], dtype=np.float64)
+                values = np.arange(len(order), dtype=np.float64)
+                rank = x.astype(np.int64)
+            kinds.append(kind)
+            categories.append(cats)
+            numbers_.append(x)
+            distinct.append(values)
+            ranks.append(rank.reshape(-1))
+        weight = _check_weights(sample_weight, n_samples)
+        ranked = None
+        if self.strategy in SUPERVISED:
+            ranked = ensemble_cuts(ranks, distinct, kinds, y, weight, n_samples)
+        # Second pass: the questions of every column.
         thresholds: list[np.ndarray] = []
         splits: list[BinarySplit] = []
         groups: list[np.ndarray] = []
@@ -352,44 +588,29 @@ class Binarizer(TransformerMixin, BaseEstimator):
             splits.extend(new)
             groups.append(np.arange(start, start + len(new)))
 
-        for j, col in enumerate(columns):
-            kind, declared = _data.column_kind(col, j, names, forced=bool(forced[j]),
-                                               ordered=self.encoding == "ordered")
-            cats = None
+        for j, kind in enumerate(kinds):
+            values, x = distinct[j], numbers_[j]
             cuts = np.zeros(0, dtype=np.float64)
-            if kind in ("binary", "numeric"):
-                x = _data.numeric_values(col, j, names)
-                values = np.unique(x)
-                if kind == "binary" or (values.size == 2 and values[0] == 0 and values[1] == 1):
-                    kind = "binary"
-                    if values.size == 2:
-                        add_group([BinarySplit(j, BINARY, 0.5)])
-                else:
-                    pos = cut_positions(values, x, per_column[j], self.strategy)
+            if kind == "binary":
+                if values.size == 2:
+                    add_group([BinarySplit(j, BINARY, 0.5)])
+            elif kind in ("numeric", "ordered"):
+                pos = cut_positions(
+                    values, x, per_column[j], self.strategy, ranked=None if ranked is None else ranked[j],
+                    below=_share_below(ranks[j], values.size, weight) if ranked is not None else None,
+                )
+                if kind == "numeric":
                     cuts = np.array([short_threshold(values[i], values[i + 1]) for i in pos], dtype=np.float64)
-                    if cuts.size:
-                        add_group([BinarySplit(j, THRESHOLD, float(t)) for t in cuts])
-            else:
-                labels = _data.label_values(col, j, names)
-                seen = dict.fromkeys(labels.tolist())
-                order = [c for c in declared if c in seen] if declared is not None else _sorted_labels(list(seen))
-                cats = np.empty(len(order), dtype=object)
-                cats[:] = order
-                code = {c: i for i, c in enumerate(order)}
-                if kind == "ordered":
-                    codes = np.array([code[v] for v in labels.tolist()], dtype=np.float64)
-                    pos = cut_positions(np.arange(len(order), dtype=np.float64), codes, per_column[j], self.strategy)
+                else:
                     cuts = pos.astype(np.float64) + 0.5
-                    if cuts.size:
-                        add_group([BinarySplit(j, THRESHOLD, float(t)) for t in cuts])
-                elif len(order) == 2:
-                    add_group([BinarySplit(j, CATEGORY, math.nan, (1.0,))])
-                elif len(order) > 2:
-                    _data.warn_many_labels(len(order), len(labels), j, names)
-                    for c in range(len(order)):
-                        add_group([BinarySplit(j, CATEGORY, math.nan, (float(c),))])
-            kinds.append(kind)
-            categories.append(cats)
+                if cuts.size:
+                    add_group([BinarySplit(j, THRESHOLD, float(t)) for t in cuts])
+            elif values.size == 2:
+                add_group([BinarySplit(j, CATEGORY, math.nan, (1.0,))])
+            elif values.size > 2:
+                _data.warn_many_labels(values.size, n_samples, j, names)
+                for c in range(values.size):
+                    add_group([BinarySplit(j, CATEGORY, math.nan, (float(c),))])
             thresholds.append(cuts)
         self.column_kinds_ = kinds
         self.categories_ = categories
@@ -655,4 +876,5 @@ class Binarizer(TransformerMixin, BaseEstimator):
         tags.transformer_tags.preserves_dtype = []
         tags.input_tags.categorical = True
         tags.input_tags.string = True
+        tags.target_tags.required = self.strategy in SUPERVISED
         return tags

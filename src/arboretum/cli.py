@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from .binarizer import STRATEGIES
 
 __all__ = ["main"]
 
@@ -141,6 +142,21 @@ def _cv_scores(make, X, y, folds: int, seed: int, regression: bool = False) -> n
     return np.asarray(scores)
 
 
+def _say_if_compiling(Estimator) -> None:
+    """Tell the user, once, when the first fit will compile the numba kernels (first run on a
+    machine, or after an upgrade): tens of seconds that are not the search's."""
+    from ._compile import is_cached, is_warm
+
+    family = Estimator._kernel_family
+    if family is not None and not is_warm(family) and not is_cached(family):
+        print(
+            f"Compiling the {Estimator.__name__} kernels (first run on this machine; later runs load "
+            "them from numba's cache) ...",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _cmd_fit(args) -> int:
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -151,7 +167,7 @@ def _cmd_fit(args) -> int:
     X, y, names, label = _load_training_data(args)
     rho = tuple(args.rho) if len(args.rho) > 1 else args.rho[0]
     params = dict(
-        alpha=args.alpha, beta=args.beta, max_expansions=args.max_expansions,
+        alpha=args.alpha, beta=args.beta, max_depth=args.max_depth, max_expansions=args.max_expansions,
         time_limit=args.time_limit, memory_limit=args.memory_limit, strategy=args.strategy,
     )
     if regression:
@@ -180,10 +196,13 @@ def _cmd_fit(args) -> int:
     # The command prints whether the search was certified itself (below), so the limit warning of
     # each fit (cross-validation included) would only repeat it.
     warnings.simplefilter("ignore", LimitWarning)
+    _say_if_compiling(Estimator)
     try:
         clf = make_maptree().fit(X, y)
     except (TypeError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
+    if clf.compile_time_ >= 1.0:
+        print(f"(compiled in {clf.compile_time_:.1f} s, outside the time limit)", file=sys.stderr)
     clf.tree_.feature_names = list(names)  # a CSV's header: the saved model predicts by column name
 
     n, d = X.shape
@@ -415,6 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--time-limit", type=float, default=60.0, help="seconds per search (default 60)")
     f.add_argument("--max-expansions", type=int, default=None, help="node expansions per search")
+    f.add_argument(
+        "--max-depth", type=int, default=None,
+        help="only trees of at most this depth (the MAP tree among them is certified)",
+    )
     f.add_argument("--memory-limit", type=float, default=None, help="MiB for the search graph")
     f.add_argument(
         "--strategy", choices=["focused", "best-first"], default="focused",
@@ -429,9 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="binarisation of non-0/1 columns: thresholds per numeric column (default 8)",
     )
     f.add_argument(
-        "--threshold-strategy", choices=["quantile", "uniform", "all"], default="quantile",
-        help="'quantile' (default): thresholds at the quantiles; 'uniform': at equal widths; 'all': "
-        "between every two consecutive distinct values",
+        "--threshold-strategy", choices=list(STRATEGIES), default="boosting",
+        help="'boosting' (default): the cuts a small boosted ensemble fitted to the target uses, most "
+        "useful first; 'mixed': those topped up with quantile cuts; 'quantile': at the quantiles; "
+        "'uniform': at equal widths; 'all': between every two consecutive distinct values",
     )
     f.add_argument(
         "--categorical", nargs="+", metavar="COLUMN",

@@ -115,6 +115,9 @@ class _SubsetOracle:
         self._best: dict[tuple[int, int], tuple[float, int]] = {}
         self._evidence: dict[tuple[int, int], float] = {}
         self._coopt: dict[tuple[int, int, float], frozenset[str]] = {}
+        #: Depth limit of :meth:`value` and :meth:`best_tree` (None: none); the other
+        #: programmes (evidence, enumeration, co-optimal trees) ignore it.
+        self.max_depth: int | None = None
 
     def log_likelihood(self, mask: int) -> float:  # pragma: no cover - abstract
         """Leaf log marginal likelihood of the subset ``mask``."""
@@ -171,7 +174,7 @@ class _SubsetOracle:
             return self._best[key]
         best_cost, choice = self.leaf_cost(mask, d), -1
         valid = self.valid_features(mask)
-        if valid:
+        if valid and (self.max_depth is None or d < self.max_depth):
             penalty = self.split_penalty(mask, d)
             for f in valid:
                 left, right = self.split(mask, f)
@@ -423,6 +426,7 @@ def exact_map(
     alpha: float = 0.95,
     beta: float = 0.5,
     rho: ArrayLike = (2.5, 2.5),
+    max_depth: int | None = None,
 ) -> tuple[float, str]:
     """Exact MAP tree of the BCART posterior by dynamic programming.
 
@@ -436,6 +440,9 @@ def exact_map(
         Parameters of the :class:`ChipmanPrior`.
     rho : float or sequence of float, default=(2.5, 2.5)
         Dirichlet concentrations in class-index order.
+    max_depth : int, optional
+        Only trees of at most this depth (a node at that depth is a leaf,
+        with its usual prior ``1 - p_split(d)``).
 
     Returns
     -------
@@ -445,7 +452,9 @@ def exact_map(
         A MAP tree in parenthesis notation; ties go to the leaf first, then
         to the lowest feature index.
     """
-    return BCARTOracle(X, y, alpha=alpha, beta=beta, rho=rho).best_tree()
+    oracle = BCARTOracle(X, y, alpha=alpha, beta=beta, rho=rho)
+    oracle.max_depth = max_depth
+    return oracle.best_tree()
 
 
 def co_optimal_trees(
@@ -573,8 +582,11 @@ def exact_map_regression(
     beta: float = 0.5,
     prior: NIGPrior | None = None,
     sample_weight: ArrayLike | None = None,
+    max_depth: int | None = None,
 ) -> tuple[float, str]:
     """Exact MAP regression tree by dynamic programming (see :class:`RegressionOracle`).
+
+    ``max_depth`` limits the depth of the trees as in :func:`exact_map`.
 
     Returns
     -------
@@ -584,6 +596,7 @@ def exact_map_regression(
         A MAP tree in parenthesis notation (ties: leaf first, then lowest feature).
     """
     oracle = RegressionOracle(X, y, alpha=alpha, beta=beta, prior=prior, sample_weight=sample_weight)
+    oracle.max_depth = max_depth
     return oracle.best_tree()
 
 

@@ -133,6 +133,7 @@ class Tables(NamedTuple):
     E: np.ndarray  #: E[d, m], :func:`subtree_prior_bounds`
     logv: np.ndarray  #: logv[m], :func:`split_count_bounds`
     gmax: int  #: the most samples sharing one feature row
+    max_depth: int  #: nodes at this depth are leaves (the ``max_depth`` constraint; a huge value: none)
 
 
 class Nodes(NamedTuple):
@@ -524,7 +525,11 @@ def new_or_node(node, d, no_split, m, model, tables, graph, ub_inf):
     If ``no_split`` (the node's samples all share one feature vector, so
     ``V(I)`` is empty), the node's exact value is its leaf cost with
     ``p_leaf = 1``: it is created solved (``LB = UB``) and marked expanded
-    without AND children, so the search never visits it.
+    without AND children, so the search never visits it.  A node at depth
+    ``tables.max_depth`` is created solved the same way, with its leaf cost
+    ``-log(1 - p_split(d)) - log l``: under the ``max_depth`` constraint that
+    is its exact value (the MAP tree among trees of at most that depth is the
+    tree of least cost among them, the prior being the same Chipman prior).
 
     Otherwise a valid split exists, and UB is the exact leaf cost with
     ``p_leaf = 1 - p_split(d)`` (reference semantics), or +inf with ``ub_inf``
@@ -575,7 +580,9 @@ def new_or_node(node, d, no_split, m, model, tables, graph, ub_inf):
     graph.links.or_stamp[node] = 0
     graph.links.or_best[node] = -1
     graph.links.or_flags[node] = 0
-    if no_split:
+    if no_split or d >= tables.max_depth:
+        if not no_split:
+            nll -= tables.log_pstop[d]  # a leaf by the depth limit: p_leaf = 1 - p_split(d)
         graph.nodes.or_lb[node] = nll
         graph.nodes.or_ub[node] = nll
         graph.links.or_leaf[node] = nll
@@ -770,13 +777,14 @@ def _creation_bound(model, data, tables, graph, words, total, tmp, d, ub_inf):
     _node_stats(model, words, graph.nodes.or_counts, graph.nodes.or_stats, tmp)
     return _bounds_from_stats(
         model, words, total, data.row_group, data.group_masks, graph.nodes.or_counts, graph.nodes.or_stats, tmp, d,
-        tables.log_ps, tables.log_pstop, tables.E, tables.logv, ub_inf,
+        tables.log_ps, tables.log_pstop, tables.E, tables.logv, ub_inf, tables.max_depth,
     )
 
 
 @njit(cache=True, inline="always")
 def _bounds_from_stats(
-    model, words, total, row_group, group_masks, or_counts, or_stats, row, d, log_ps, log_pstop, E, logv, ub_inf
+    model, words, total, row_group, group_masks, or_counts, or_stats, row, d, log_ps, log_pstop, E, logv, ub_inf,
+    max_depth,
 ):
     """:func:`_creation_bound` for a node whose statistics are in row ``row`` already (``words`` is
     read only when the node has more than one sample and the data have duplicate rows)."""
@@ -784,6 +792,8 @@ def _bounds_from_stats(
     if _no_split(words, total, row_group, group_masks):
         return nll, nll
     leaf = -log_pstop[d] + nll
+    if d >= max_depth:
+        return leaf, leaf
     return min(leaf, _split_bound(model, or_counts, or_stats, row, d, total, log_ps, E, logv)), (
         np.inf if ub_inf else leaf
     )
@@ -971,6 +981,7 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
     log_pstop = tables.log_pstop
     E = tables.E
     logv = tables.logv
+    max_depth = tables.max_depth
     or_counts = nodes.or_counts
     or_stats = nodes.or_stats
     or_depth = nodes.or_depth
@@ -1004,7 +1015,7 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
         _side_stats(model, words, M1, f, cnt, j, scratch, dups and n1 > 1, or_counts, or_stats, tmp)
         lbs[j, 1], ubs[j, 1] = _bounds_from_stats(
             model, scratch, n1, row_group, group_masks, or_counts, or_stats, tmp, d + 1,
-            log_ps, log_pstop, E, logv, ub_inf,
+            log_ps, log_pstop, E, logv, ub_inf, max_depth,
         )
         if _sibling_reads_words(model) or (dups and n - n1 > 1):
             for w in range(W):
@@ -1012,7 +1023,7 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
         _sibling_stats(model, scratch, or_counts, or_stats, o, tmp, tmp + 1)
         lbs[j, 0], ubs[j, 0] = _bounds_from_stats(
             model, scratch, n - n1, row_group, group_masks, or_counts, or_stats, tmp + 1, d + 1,
-            log_ps, log_pstop, E, logv, ub_inf,
+            log_ps, log_pstop, E, logv, ub_inf, max_depth,
         )
     cb = lbs[:, 0] + lbs[:, 1]
     # Pass 2: look the children up in the graph (two hashes a split, most of a probe's cost), in
@@ -1147,6 +1158,10 @@ def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
     ``probe(o) <= val(o)``.  The features that are not valid in ``I`` are
     constant on ``I`` and so on every subset of it, and ``f`` is constant on
     ``I_fs``: only the other valid features of ``I`` can split a child.
+    Under a depth limit that makes the children leaves (``d + 1 >=
+    max_depth``), ``b(I_fs)`` is the leaf cost, exactly the child's value;
+    the grandchildren's ``h`` stays admissible at any limit (it is a minimum
+    over more trees than the limit allows).
     """
     Y = model.Y
     G = model.G
@@ -1167,6 +1182,7 @@ def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
     F, W = M1.shape
     K, B = Y.shape[0], Y.shape[1]
     d = or_depth[o]
+    leaf_children = d + 1 >= tables.max_depth  # the depth limit makes both children leaves
     vf = np.empty(F, np.int32)
     n, nv = _valid_splits(words, M1, vf, np.empty(F, np.int32))
     if nv == 0:
@@ -1222,6 +1238,8 @@ def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
             nvcs[i, s] = nvc
             if nvc == 0:
                 cheap[i, s] = nll
+            elif leaf_children:
+                cheap[i, s] = -log_pstop[d + 1] + nll  # exact: a leaf with a valid split
             else:
                 leaf = -log_pstop[d + 1] + nll
                 split = log_int[nvc] + _ext(E, d + 1, ns) - _split_term(cc, d + 1, G, Gsum, log_ps)

@@ -50,6 +50,7 @@ def _trees_ok(trees: Any) -> bool:
 #: Parameters every MAPTree estimator has.
 _COMMON = ("alpha", "beta", "time_limit", "memory_limit", "binarize", "binarizer", "verbose")
 _OWN: dict = {
+    "max_depth": [Interval(numbers.Integral, 1, None), None],
     "max_expansions": [Interval(numbers.Integral, 0, None), None],
     "initial_trees": [Options(("cart",)), None, Check(_trees_ok, "a list of arboretum.Tree")],
     "strategy": [Options(STRATEGIES)],
@@ -66,6 +67,16 @@ class _MAPTreeBase(TreeEstimator):
     """
 
     _predict_methods = ("map",)
+
+    def _default_binarizer(self) -> Binarizer:
+        """``Binarizer(strategy="boosting")``: the cuts a small boosted ensemble uses on the target.
+
+        Measured against the quantile default (``benchmarks/step_functions.py``; 5-fold CV on iris,
+        wine, breast cancer, diabetes): the real cuts of step functions are found, test scores match
+        or beat CART at depths 2-4 where quantile thresholds lost 0.05-0.06, and with fewer, better
+        candidates the searches certify far more often and faster.
+        """
+        return Binarizer(strategy="boosting")
 
     def _user_trees(self, n_features: int) -> list:
         """Split functions of the user's ``initial_trees``; [] for "cart" and None."""
@@ -84,9 +95,9 @@ class _MAPTreeBase(TreeEstimator):
             X = X.iloc[keep] if hasattr(X, "iloc") else np.asarray(X)[keep]
         return weights, X, y
 
-    def _search_features(self, X) -> tuple[np.ndarray, list | None]:
+    def _search_features(self, X, y, weights) -> tuple[np.ndarray, list | None]:
         """The 0/1 search matrix of training ``X`` and its column names (sets ``binarizer_``)."""
-        Xb = self._fit_questions(X)
+        Xb = self._fit_questions(X, y, weights)
         names = self._search_feature_names()
         if Xb.shape[1] == 0:  # every raw column is constant: a single leaf, no valid split
             Xb = np.zeros((Xb.shape[0], 1), dtype=np.uint8)
@@ -218,6 +229,12 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         For two classes this is the Beta prior; the paper writes it
         ``(rho^1, rho^0)``, label 1 first, while here ``rho[0]`` goes with
         ``classes_[0]``.
+    max_depth : int or None, default=None
+        Only trees of at most this many levels of splits: the answer is the
+        MAP tree among them (a node at that depth is a leaf, with the prior
+        probability ``1 - p_split(d)`` it has in every tree), certified the
+        same way.  None: any depth.  A limit shrinks the search, often by
+        orders of magnitude, and is what DL8.5, STreeD and GOSDT users know.
     max_expansions : int or None, default=None
         Stop after this many node expansions.
     time_limit : float or None, default=None
@@ -261,8 +278,12 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
     binarizer : Binarizer or None, default=None
         How to binarise: an unfitted :class:`~arboretum.Binarizer` (cloned at
         fit), e.g. ``Binarizer(n_thresholds=4, categorical=["zip"])``; None
-        means ``Binarizer()`` (up to 8 quantile thresholds per numeric column,
-        one-hot categories).  Its parameters can be set and tuned as
+        means ``Binarizer(strategy="boosting")``: up to 8 thresholds per
+        numeric column, those that a small boosted ensemble fitted to ``y``
+        uses, most useful first (a column it never splits gets none), and
+        one-hot categories.  The certificate is relative to these candidate
+        splits (``binarizer_.get_feature_names_out()``): ``tree_`` is the MAP
+        tree among the trees that ask only them.  Its parameters can be set and tuned as
         ``binarizer__n_thresholds`` and the like, also while it is None.
         Unused when ``X`` is not binarised.
     verbose : int, default=0
@@ -345,6 +366,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         alpha: float = 0.95,
         beta: float = 0.5,
         rho=2.5,
+        max_depth: int | None = None,
         max_expansions: int | None = None,
         time_limit: float | None = None,
         memory_limit: float | None = None,
@@ -357,6 +379,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         self.alpha = alpha
         self.beta = beta
         self.rho = rho
+        self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.time_limit = time_limit
         self.memory_limit = memory_limit
@@ -367,6 +390,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         self.verbose = verbose
 
     _parameter_constraints: dict = constraints(*_COMMON, "rho", **_OWN)
+    _kernel_family = "maptree-classification"
 
     def fit(self, X, y, sample_weight=None) -> "MAPTreeClassifier":
         """Search for the MAP tree of ``(X, y)``.
@@ -391,17 +415,19 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         -------
         self : MAPTreeClassifier
         """
-        t_start = self._clock()
         self._validate_params()
         y_enc, classes = check_classification_targets_encoded(
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
+        t_start = self._start_clock()
         rho = validate_rho(self.rho, len(classes))
         weights, X, y_enc = self._drop_zero_weights(sample_weight, X, y_enc)
-        Xb, search_names = self._search_features(X)
+        Xb, search_names = self._search_features(X, y_enc, weights)
         self.classes_ = classes
         self.rho_ = rho
-        search = AndOrSearch(Xb, y_enc, len(classes), self.alpha, self.beta, rho, sample_weight=weights)
+        search = AndOrSearch(
+            Xb, y_enc, len(classes), self.alpha, self.beta, rho, sample_weight=weights, max_depth=self.max_depth
+        )
         result = self._run_search(search, Xb.shape[1], lambda: cart_candidates(Xb, y_enc))
         self._store(
             search, result, t_start, search_names,
@@ -482,6 +508,12 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         With the data-derived defaults of ``prior_mean`` and ``prior_scale``
         the fitted tree does not change when ``y`` is replaced by ``c * y + s``
         (the log posterior of every tree shifts by ``-n log|c|``).
+    max_depth : int or None, default=None
+        Only trees of at most this many levels of splits: the answer is the
+        MAP tree among them (a node at that depth is a leaf, with the prior
+        probability ``1 - p_split(d)`` it has in every tree), certified the
+        same way.  None: any depth.  A limit shrinks the search, often by
+        orders of magnitude, and is what DL8.5, STreeD and GOSDT users know.
     max_expansions : int or None, default=None
         Stop after this many node expansions.
     time_limit : float or None, default=None
@@ -502,8 +534,9 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
     binarize : "auto", True, "always", False or None, default="auto"
         As in :class:`MAPTreeClassifier`.
     binarizer : Binarizer or None, default=None
-        As in :class:`MAPTreeClassifier` (default ``Binarizer()``: up to 8
-        quantile thresholds per numeric column).
+        As in :class:`MAPTreeClassifier` (default
+        ``Binarizer(strategy="boosting")``: up to 8 thresholds per numeric
+        column, those a small boosted ensemble fitted to ``y`` uses).
     verbose : int, default=0
         If > 0, print the bounds about once a second while searching.
 
@@ -571,6 +604,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         prior_kappa: float = DEFAULT_PRIOR_KAPPA,
         prior_shape: float = DEFAULT_PRIOR_SHAPE,
         prior_scale: float | None = None,
+        max_depth: int | None = None,
         max_expansions: int | None = None,
         time_limit: float | None = None,
         memory_limit: float | None = None,
@@ -586,6 +620,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         self.prior_kappa = prior_kappa
         self.prior_shape = prior_shape
         self.prior_scale = prior_scale
+        self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.time_limit = time_limit
         self.memory_limit = memory_limit
@@ -595,6 +630,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         self.binarizer = binarizer
         self.verbose = verbose
 
+    _kernel_family = "maptree-regression"
     _parameter_constraints: dict = constraints(
         *_COMMON,
         **_OWN,
@@ -625,9 +661,9 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         -------
         self : MAPTreeRegressor
         """
-        t_start = self._clock()
         self._validate_params()
         y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
+        t_start = self._start_clock()
         weights, X, y = self._drop_zero_weights(sample_weight, X, y)
         if weights is not None and weights.sum() > MAX_REGRESSION_WEIGHT:
             raise ValueError(
@@ -638,9 +674,11 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
             y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape,
             scale=self.prior_scale,
         )
-        Xb, search_names = self._search_features(X)
+        Xb, search_names = self._search_features(X, y, weights)
         self.prior_ = prior
-        search = RegressionSearch(Xb, y, self.alpha, self.beta, prior, sample_weight=weights)
+        search = RegressionSearch(
+            Xb, y, self.alpha, self.beta, prior, sample_weight=weights, max_depth=self.max_depth
+        )
         result = self._run_search(search, Xb.shape[1], lambda: cart_regression_candidates(Xb, y, weights))
         self._store(
             search, result, t_start, search_names,

@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._compile import register, tiny_problem
 from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
@@ -48,6 +49,8 @@ FOCUS_SHARE = 0.5
 CHUNK_SHARE = 0.02
 CHUNK_MIN = 16
 CHUNK_SECONDS_MAX = 0.2
+#: ``Tables.max_depth`` without a depth limit (deeper than any tree of 2**30 samples).
+NO_DEPTH_LIMIT = 2**30
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -155,6 +158,11 @@ class AndOrSearch:
         finds, and store its children only on the third visit (see
         ``_kernels._probe`` and ``_kernels._probe2``).  Same certificates, far
         smaller graphs; False gives the paper's search.
+    max_depth : int, optional
+        Only trees of at most this depth: a node at that depth is a leaf (its
+        cost ``-log(1 - p_split(d)) - log l`` as in every tree), so the
+        search certifies the MAP tree among trees of at most ``max_depth``
+        levels of splits.  Seeded trees are cut at that depth.
 
     Attributes
     ----------
@@ -176,8 +184,9 @@ class AndOrSearch:
         tie_rule: str = "paper",
         sample_weight: np.ndarray | None = None,
         probe: bool = True,
+        max_depth: int | None = None,
     ) -> None:
-        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe)
+        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe, max_depth)
         y = np.asarray(y, dtype=np.int64)
         self.n_classes = int(n_classes)
         self.rho = np.asarray(rho, dtype=np.float64)
@@ -192,7 +201,7 @@ class AndOrSearch:
         self.model = K.DirichletModel(Y, *self.dm)  # Dirichlet leaves (see _kernels)
         self._start(n_counts=self.n_classes, n_stats=0)
 
-    def _setup(self, X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe) -> np.ndarray:
+    def _setup(self, X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe, max_depth) -> np.ndarray:
         """Everything that does not depend on the leaf model; returns the integer weights."""
         X = np.asarray(X, dtype=bool)
         n, F = X.shape
@@ -237,7 +246,11 @@ class AndOrSearch:
         )
         with np.errstate(divide="ignore"):
             self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
-        self.tables = K.Tables(self.log_ps, self.log_pstop, self.log_int, E, logv, self.gmax)
+        self.max_depth = None if max_depth is None else int(max_depth)
+        self.tables = K.Tables(
+            self.log_ps, self.log_pstop, self.log_int, E, logv, self.gmax,
+            NO_DEPTH_LIMIT if max_depth is None else int(max_depth),
+        )
         W = self.M1.shape[1]
         self.words = np.zeros(W, dtype=np.uint64)
         self.scratch = np.zeros(W, dtype=np.uint64)
@@ -758,7 +771,7 @@ class RegressionSearch(AndOrSearch):
         Chipman prior: ``p_split(d) = alpha * (1 + d) ** -beta``.
     prior : NIGPrior, optional
         Leaf prior; default ``NIGPrior.from_data(y, sample_weight)``.
-    ub_semantics, tie_rule, probe :
+    ub_semantics, tie_rule, probe, max_depth :
         As in :class:`AndOrSearch`.
     sample_weight : ndarray of non-negative int, optional
         Integer replication weights; zero-weight samples must be removed by
@@ -777,8 +790,9 @@ class RegressionSearch(AndOrSearch):
         tie_rule: str = "paper",
         sample_weight: np.ndarray | None = None,
         probe: bool = True,
+        max_depth: int | None = None,
     ) -> None:
-        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe)
+        w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe, max_depth)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         self.y = y
         self.prior = NIGPrior.from_data(y, w) if prior is None else prior
@@ -802,3 +816,25 @@ class RegressionSearch(AndOrSearch):
             return np.array([n]), np.atleast_1d(value_fn(self.or_stats[o].copy()))
         # Posterior mean of mu: (kappa mu0 + sum w y) / (kappa + n) = mu0 + sum w (y - mu0) / (kappa + n).
         return np.array([n]), np.array([self.prior.mean + s1 / (self.prior.kappa + n)])
+
+
+# -- compiling the kernels before a fit's clock starts (arboretum._compile) ------------------------
+def _exercise(search: AndOrSearch) -> None:
+    """Call every kernel a fit calls: seeding, focused and plain runs, growing, the answer."""
+    search.seed(lambda path: len(path) if len(path) < 2 else -1)
+    search.run(max_expansions=24, focus=True)
+    search._grow((2 * search.or_lb.shape[0], 2 * search.and_feature.shape[0], 2 * search.ht_val.shape[0]))
+    search.run(max_expansions=200)
+    search.solution()
+
+
+@register("maptree-classification", lambda: [(K.run_search, "DirichletModel"), (K.expand_node, "DirichletModel")])
+def _warm_classification() -> None:
+    X, y = tiny_problem()
+    _exercise(AndOrSearch(X, y, 2, sample_weight=np.arange(48) % 3 + 1))
+
+
+@register("maptree-regression", lambda: [(K.run_search, "NIGModel"), (K.expand_node, "NIGModel")])
+def _warm_regression() -> None:
+    X, y = tiny_problem()
+    _exercise(RegressionSearch(X, y + 0.1 * np.arange(48), sample_weight=np.arange(48) % 3 + 1))

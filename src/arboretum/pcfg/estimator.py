@@ -14,6 +14,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from .._compile import register, tiny_problem
 from ..base import TreeEstimator, constraints, deprecated_attribute
 from ..bayes import ChipmanPrior, validate_rho
 from ..binarizer import Binarizer
@@ -30,6 +31,7 @@ from ..tree import Tree
 from .grammar import BoxGrammar, PhiPrior, SampledTrees
 from .store import GrammarLimitReached, GrammarTooLargeError, build_node_store, preflight
 from .trees import TreeFactory
+from . import _kernels as K
 
 __all__ = ["PCFGTreeClassifier"]
 
@@ -202,6 +204,7 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
 
     _uses_binary_questions = False
     _predict_methods = ("average", "map", "sample")
+    _kernel_family = "pcfg"
     _parameter_constraints: dict = constraints(
         "alpha", "beta", "rho", "binarizer", "time_limit", "memory_limit", "random_state", "verbose",
         log_phi=[Interval(numbers.Real, None, None)],
@@ -335,13 +338,13 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
             over ``max_nodes`` (a limit reached later never raises; see the
             class docstring).
         """
-        t0 = self._clock()
         self._validate_params()
         name = type(self).__name__
         y_enc, classes = check_classification_targets_encoded(y, n_samples=_num_samples(X), estimator_name=name)
+        t0 = self._start_clock()
         rho = self._rho(len(classes))
         prior = self._prior_object()
-        binarizer, E = self._fit_binarizer(X)
+        binarizer, E = self._fit_binarizer(X, y_enc)
         codes, n_codes = _grammar_codes(binarizer, E)
         chipman = isinstance(prior, ChipmanPrior)
         memory = None if self.memory_limit is None else int(self.memory_limit * 2**20)
@@ -677,3 +680,11 @@ def _grammar_codes(binarizer: Binarizer, E: np.ndarray) -> tuple[np.ndarray, np.
     if codes.shape[1] == 0:
         return np.zeros((E.shape[0], 1), dtype=np.int32), np.ones(1, dtype=np.int64)
     return codes, binarizer.n_codes_
+
+
+@register("pcfg", lambda: [(K.discover, None), (K.inside, None)])
+def _warm_up() -> None:
+    """Compile the kernels of a fit (:mod:`arboretum._compile`) on a tiny problem."""
+    X, y = tiny_problem()
+    PCFGTreeClassifier(time_limit=None, random_state=0).fit(X, y)
+    K.rehash(np.zeros(1, np.uint64), 1, np.full(2, -1, np.int64))  # the node store's growth

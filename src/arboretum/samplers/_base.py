@@ -411,14 +411,14 @@ class BaseTreeSampler(ClassifierMixin, TreeEstimator):
         -------
         self
         """
-        t_start = self._clock()
         self._validate_params()
         self._check_sampler_params()
         y_enc, classes = check_classification_targets_encoded(
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
+        t_start = self._start_clock()
         rho = validate_rho(self.rho, len(classes))
-        Xb = self._fit_questions(X)
+        Xb = self._fit_questions(X, y_enc)
         if Xb.shape[1] == 0:  # every raw column is constant: only the single leaf is possible
             Xb = np.zeros((Xb.shape[0], 1), dtype=np.uint8)
         deadline = None if self.time_limit is None else t_start + float(self.time_limit)

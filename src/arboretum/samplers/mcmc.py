@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._compile import register, tiny_problem
 from ..data import Check, Interval, Options
 from ..tree import Tree
 from . import _kernels
@@ -189,6 +190,7 @@ class MCMCTreeSampler(BaseTreeSampler):
         self.predict_method = predict_method
         self.verbose = verbose
 
+    _kernel_family = "mcmc"
     _parameter_constraints: dict = {
         **SAMPLER_CONSTRAINTS,
         "n_iterations": [Interval(numbers.Integral, 1, None)],
@@ -338,3 +340,10 @@ class MCMCTreeSampler(BaseTreeSampler):
                 "move_counts_": move_stats.copy(),
             },
         )
+
+
+@register("mcmc", lambda: [(_kernels.mcmc_chain, None), (_kernels.chain_load, None)])
+def _warm_up() -> None:
+    """Compile the kernels of a fit (:mod:`arboretum._compile`) on a tiny problem."""
+    X, y = tiny_problem()
+    MCMCTreeSampler(n_iterations=50, time_limit=None, random_state=0).fit(X, y)

@@ -57,7 +57,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
+from .._compile import register, tiny_problem
 from ..data import Interval, Options
+from . import _kernels
 from ._base import SAMPLER_CONSTRAINTS, BaseTreeSampler, Problem, SampleSet
 from ._pool import NodePool
 
@@ -216,6 +218,7 @@ class SMCTreeSampler(BaseTreeSampler):
         self.predict_method = predict_method
         self.verbose = verbose
 
+    _kernel_family = "smc"
     _parameter_constraints: dict = {
         **SAMPLER_CONSTRAINTS,
         "n_particles": [Interval(numbers.Integral, 1, None)],
@@ -345,3 +348,10 @@ class SMCTreeSampler(BaseTreeSampler):
                 "n_pool_nodes_": len(pool),
             },
         )
+
+
+@register("smc", lambda: [(_kernels.subset_stats, None), (_kernels.split_stats, None)])
+def _warm_up() -> None:
+    """Compile the kernels of a fit (:mod:`arboretum._compile`) on a tiny problem."""
+    X, y = tiny_problem()
+    SMCTreeSampler(n_particles=8, time_limit=None, random_state=0).fit(X, y)
