@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 import numbers
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -31,7 +30,14 @@ from ..data import (
 )
 from ..tree import Tree
 from .history import HISTORY_DTYPE
-from .incumbents import SplitFn, cart_candidates, cart_regression_candidates, tree_splits
+from .incumbents import (
+    CART_DEPTHS,
+    Candidates,
+    SplitFn,
+    cart_candidates,
+    cart_regression_candidates,
+    tree_splits,
+)
 from .search import AndOrSearch, RegressionSearch, SearchResult
 
 __all__ = ["MAPTreeClassifier", "MAPTreeRegressor"]
@@ -102,7 +108,7 @@ class _MAPTreeBase(TreeEstimator):
         return Xb, names
 
     def _run_search(
-        self, search: AndOrSearch, n_features: int, cart: Callable[[], Iterator[SplitFn]], clock: FitClock,
+        self, search: AndOrSearch, n_features: int, cart: Callable[[], Candidates], clock: FitClock,
         score: Callable[[SplitFn], tuple[Tree, float]],
     ) -> SearchResult:
         """Seed the user's trees, probe, seed the CART candidates ``cart()`` if needed, search.
@@ -145,32 +151,30 @@ class _MAPTreeBase(TreeEstimator):
         return result
 
     def _seed_cart(
-        self, search: AndOrSearch, candidates: Iterator[SplitFn], memory_limit: int | None,
+        self, search: AndOrSearch, candidates: Candidates, memory_limit: int | None,
         seed_end: float | None, score: Callable[[SplitFn], tuple[Tree, float]],
     ) -> None:
         """Fit and seed the CART candidates, cheapest first, until ``seed_end``.
 
-        The first (depth-2) candidate is always fitted and, when a limit keeps
-        it out of the graph, scored as it is, so even ``max_expansions=1`` or a
-        tiny ``time_limit`` returns a tree at least as good as it.  A further
-        candidate is fitted only when it is expected (``CART_GROWTH`` times the
-        previous fit) to be done by ``seed_end``, and scored only before then.
+        The depth-2 candidates (the first of :data:`CART_DEPTHS`) are always
+        fitted and, when a limit keeps them out of the graph, scored as they
+        are, so even ``max_expansions=1`` or a tiny ``time_limit`` returns a
+        tree at least as good as them.  A deeper candidate is fitted only when
+        it is expected (``CART_GROWTH`` times the previous fit) to be done by
+        ``seed_end``, and scored only before then.
         """
         last = 0.0
-        for i in itertools.count():
-            if i > 0 and seed_end is not None and self._clock() + CART_GROWTH * last >= seed_end:
-                break
+        for depth, fit in candidates:
+            always = depth == CART_DEPTHS[0]
             t = self._clock()
-            splits = next(candidates, None)
-            if splits is None:
+            if not always and seed_end is not None and t + CART_GROWTH * last >= seed_end:
                 break
+            splits = fit()
             last = self._clock() - t
             complete = search.seed(splits, max_expansions=self.max_expansions, memory_limit=memory_limit,
                                    deadline=seed_end)
-            if not complete and (i == 0 or seed_end is None or self._clock() < seed_end):
+            if not complete and (always or seed_end is None or self._clock() < seed_end):
                 self._keep_fallback(score(splits))
-            if not complete and seed_end is not None and self._clock() >= seed_end:
-                break
 
     def _keep_fallback(self, scored: tuple[Tree, float]) -> None:
         """Keep ``(search tree, log posterior)`` of a candidate if it is the best so far."""

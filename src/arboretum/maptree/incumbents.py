@@ -16,9 +16,13 @@ from sklearn.tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeR
 
 from ..tree import BINARY, Tree, TreeBuilder
 
-__all__ = ["cart_candidates", "cart_regression_candidates", "sklearn_tree", "tree_splits"]
+__all__ = [
+    "Candidates", "SplitFn", "cart_candidates", "cart_regression_candidates", "sklearn_tree", "tree_splits",
+]
 
 SplitFn = Callable[[tuple], int]
+#: What the CART candidate generators yield: ``(depth, fit)``, ``fit()`` returning a split function.
+Candidates = Iterator[tuple[int | None, Callable[[], SplitFn]]]
 
 #: Depths of the CART candidates (None: grown until pure).
 CART_DEPTHS = (2, 3, 4, 5, 6, None)
@@ -26,19 +30,20 @@ CART_DEPTHS = (2, 3, 4, 5, 6, None)
 
 def cart_candidates(
     X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
-) -> Iterator[SplitFn]:
+) -> Candidates:
     """CART trees (Gini and entropy, depths 2-6 and unlimited) on binary ``X``, cheapest first.
 
-    A generator: each tree is fitted when it is asked for, shallowest first
-    (depth 2 Gini, depth 2 entropy, depth 3 Gini, ...), so a caller under a
-    time limit stops asking when the next would not fit in its budget.
+    A generator of ``(depth, fit)``, shallowest first (depth 2 Gini, depth 2
+    entropy, depth 3 Gini, ...): ``fit()`` fits the tree and returns its
+    split function, so a caller under a time limit fits only those that fit
+    in its budget.
     """
     yield from _cart_trees(DecisionTreeClassifier, ("gini", "entropy"), X, y, sample_weight)
 
 
 def cart_regression_candidates(
     X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
-) -> Iterator[SplitFn]:
+) -> Candidates:
     """CART regression trees (squared and absolute error, depths 2-6 and unlimited) on binary ``X``.
 
     A generator, cheapest first, as :func:`cart_candidates`.  ``sample_weight``
@@ -53,14 +58,19 @@ def cart_regression_candidates(
 def _cart_trees(
     cls: type[BaseDecisionTree], criteria: tuple[str, ...], X: np.ndarray, y: np.ndarray,
     sample_weight: np.ndarray | None,
-) -> Iterator[SplitFn]:
-    """Split functions of ``cls`` trees of every depth of :data:`CART_DEPTHS` and criterion, in that order."""
+) -> Candidates:
+    """``(depth, fit)`` of ``cls`` trees of every depth of :data:`CART_DEPTHS` and criterion, in that
+    order: ``fit()`` fits the tree and returns its split function."""
     Xf = np.asarray(X, dtype=np.float32)  # converted once, not by every fit
+
+    def fit(depth: int | None, criterion: str) -> SplitFn:
+        est = cls(max_depth=depth, criterion=criterion, random_state=0)
+        est.fit(Xf, y, sample_weight=sample_weight)
+        return tree_splits(sklearn_tree(est, X.shape[1]), X.shape[1])
+
     for depth in CART_DEPTHS:
         for criterion in criteria:
-            est = cls(max_depth=depth, criterion=criterion, random_state=0)
-            est.fit(Xf, y, sample_weight=sample_weight)
-            yield tree_splits(sklearn_tree(est, X.shape[1]), X.shape[1])
+            yield depth, lambda depth=depth, criterion=criterion: fit(depth, criterion)
 
 
 def tree_splits(tree: Tree, n_features: int) -> SplitFn:
