@@ -219,9 +219,12 @@ class AndOrSearch:
             w = np.asarray(sample_weight, dtype=np.int64)
         self.root_words = pack_rows_mask(np.ones(n, dtype=bool))
         # Duplicate feature rows: subsets inside one group of identical rows have no valid split.
-        _, self.row_group, group_sizes = np.unique(
-            X, axis=0, return_inverse=True, return_counts=True
-        )
+        # One bytes string per row (packbits is big-endian, so the groups are numbered in the
+        # lexicographic order of the rows, as np.unique(X, axis=0) numbers them, at a fraction of
+        # its cost on large X: 1-d unique of n strings instead of a lexsort of n x F values).
+        packed = np.ascontiguousarray(np.packbits(X, axis=1))
+        rows = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
+        _, self.row_group, group_sizes = np.unique(rows, return_inverse=True, return_counts=True)
         self.row_group = self.row_group.astype(np.int64).ravel()
         self._root_unsplittable = group_sizes.size == 1
         if group_sizes.size < n:
@@ -579,7 +582,13 @@ class AndOrSearch:
             and 2 * (c[K.C_HT_USED] + 2 * F) <= self.ht_val.shape[0]
         )
 
-    def seed(self, splits, max_expansions: int | None = None, memory_limit: int | None = None) -> int:
+    def seed(
+        self,
+        splits,
+        max_expansions: int | None = None,
+        memory_limit: int | None = None,
+        deadline: float | None = None,
+    ) -> bool:
         """Put a candidate tree into the search graph by expanding the OR nodes along it.
 
         Every node of the candidate and every pruning of it then has its exact
@@ -597,24 +606,33 @@ class AndOrSearch:
             Stop seeding after this many expansions in total.
         memory_limit : int, optional
             Stop seeding rather than grow the graph past this many bytes.
+        deadline : float, optional
+            ``time.perf_counter()`` value at which seeding stops (checked
+            before every expansion, so it is honoured to within one).
 
         Returns
         -------
-        int
-            Number of expansions spent.
+        bool
+            True when the whole candidate was put in; False when a limit
+            stopped seeding first (the nodes expanded until then stay, so the
+            incumbent is at least as good as the best pruning of the part of
+            the candidate put in).
         """
         self.history.start(*self._state())
-        start = self.n_expansions_
+        complete = True
         stack = [(0, self.root_words.copy(), ())]
         while stack:
             o, words, path = stack.pop()
-            if max_expansions is not None and self.n_expansions_ >= max_expansions:
-                break
             f = splits(path)
             if f < 0:
                 continue
             if not self.or_expanded[o]:
-                if not self._has_room() and not self._try_grow(memory_limit):
+                if (
+                    (max_expansions is not None and self.n_expansions_ >= max_expansions)
+                    or (deadline is not None and time.perf_counter() >= deadline)
+                    or (not self._has_room() and not self._try_grow(memory_limit))
+                ):
+                    complete = False
                     break
                 K.expand_node(o, words, self.data, self.model, self.tables, self.graph, self.bufs, self.ub_inf)
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
@@ -626,7 +644,7 @@ class AndOrSearch:
             stack.append((child1, words & m, path + ((f, 1),)))
             stack.append((child0, words & ~m, path + ((f, 0),)))
         self.history.observe(*self._state())
-        return self.n_expansions_ - start
+        return complete
 
     def _and_for_split(self, o: int, words: np.ndarray, f: int) -> tuple[int, int] | None:
         """The children ``(x_f = 0 side, x_f = 1 side)`` of expanded OR node ``o`` (samples
@@ -681,13 +699,55 @@ class AndOrSearch:
         :class:`RegressionSearch` the weighted number of samples and the
         posterior mean of the leaf mean.
         """
+
+        def split_of(o: int, words: np.ndarray, depth: int, path: tuple) -> tuple[int, int, int] | None:
+            if o < 0:
+                return None
+            if self.or_expanded[o]:
+                a, ub_a = self._best_ub_and(o)
+                if a >= 0 and not (self.or_leaf[o] <= ub_a):
+                    return int(self.and_feature[a]), int(self.and_child0[a]), int(self.and_child1[a])
+            elif self.or_best[o] <= -2 and self.or_ub[o] < self.or_leaf[o]:
+                # A virtual incumbent found by a probe: split on f; each child is its stored
+                # incumbent if the graph has it, else a leaf (see _kernels._probe).
+                f = -2 - int(self.or_best[o])
+                found = []
+                for child_words in (words & ~self.M1[f], words & self.M1[f]):
+                    h1, h2 = (np.uint64(h) for h in K.hash_words128(child_words))
+                    child, _ = K.ht_find(h1, h2, depth + 1, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
+                    found.append(int(child))
+                return f, found[0], found[1]
+            return None
+
+        return self._build_tree(split_of, classes, feature_names, value_fn)
+
+    def candidate_tree(
+        self, splits, classes=None, feature_names=None, value_fn: Callable | None = None
+    ) -> Tree:
+        """The tree of a candidate's split function (as for :meth:`seed`), without the graph.
+
+        Its leaves carry the same data as those of :meth:`solution`; no node
+        is expanded, so it costs one pass over each node's samples.  Used to
+        score a candidate that seeding could not put in whole (a limit
+        stopped it), so that the answer is never worse than the candidate.
+        """
+        return self._build_tree(
+            lambda o, words, depth, path: None if (f := splits(path)) < 0 else (f, -1, -1),
+            classes, feature_names, value_fn,
+        )
+
+    def _build_tree(self, split_of: Callable, classes, feature_names, value_fn: Callable | None) -> Tree:
+        """A tree from the root down: ``split_of(o, words, depth, path)`` gives the split of the node
+        with OR node ``o`` (-1 when not in the graph) and samples ``words`` as ``(feature, OR node
+        of the x_f = 0 side, OR node of the x_f = 1 side)`` (-1: not in the graph), or None for a
+        leaf; ``path`` is the ``(feature, side)`` pairs from the root."""
         b = self._builder(classes, feature_names)
-        # (or node or -1 for a leaf not in the graph, its samples, depth, parent tree node, is_right)
-        stack = [(0, self.root_words, 0, -1, False)]
+        # (or node or -1 for a node not in the graph, its samples, depth, path, parent tree node, is_right)
+        stack = [(0, self.root_words, 0, (), -1, False)]
         pending: dict[int, list] = {}
-        tmp = int(self.counters[K.C_N_OR])  # a free row for the statistics of leaves not in the graph
+        tmp = int(self.counters[K.C_N_OR])  # a free row for the statistics of nodes not in the graph
         while stack:
-            o, words, depth, parent, is_right = stack.pop()
+            o, words, depth, path, parent, is_right = stack.pop()
             if o < 0:
                 K.write_node_stats(self.model, words, self.graph, tmp)
             counts, value = self._node_data(tmp if o < 0 else o, value_fn)
@@ -697,24 +757,14 @@ class AndOrSearch:
                 left, right, feature = pending[parent]
                 if left is not None and right is not None:
                     b.set_split(parent, BINARY, feature, 0.5, left, right)
-            if o < 0:
+            split = split_of(o, words, depth, path)
+            if split is None:
                 continue
-            if self.or_expanded[o]:
-                a, ub_a = self._best_ub_and(o)
-                if a >= 0 and not (self.or_leaf[o] <= ub_a):
-                    f = int(self.and_feature[a])
-                    pending[node] = [None, None, f]
-                    stack.append((int(self.and_child1[a]), words & self.M1[f], depth + 1, node, True))
-                    stack.append((int(self.and_child0[a]), words & ~self.M1[f], depth + 1, node, False))
-            elif self.or_best[o] <= -2 and self.or_ub[o] < self.or_leaf[o]:
-                # A virtual incumbent found by a probe: split on f; each child is its stored
-                # incumbent if the graph has it, else a leaf (see _kernels._probe).
-                f = -2 - int(self.or_best[o])
-                pending[node] = [None, None, f]
-                for side, child_words in ((1, words & self.M1[f]), (0, words & ~self.M1[f])):
-                    h1, h2 = (np.uint64(h) for h in K.hash_words128(child_words))
-                    child, _ = K.ht_find(h1, h2, depth + 1, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
-                    stack.append((int(child), child_words, depth + 1, node, side == 1))
+            f, child0, child1 = split
+            pending[node] = [None, None, f]
+            m = self.M1[f]
+            stack.append((child1, words & m, depth + 1, path + ((f, 1),), node, True))
+            stack.append((child0, words & ~m, depth + 1, path + ((f, 0),), node, False))
         return b.build()
 
     # -- checking --------------------------------------------------------------------------
