@@ -23,6 +23,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from arboretum import (
+    Binarizer,
     LimitWarning,
     MAPTreeClassifier,
     MAPTreeRegressor,
@@ -150,7 +151,8 @@ def test_samplers_within_limit(big_classification, warm, cls, params):
 
 def test_memory_limit_honoured(warm):
     X, y = make_classification(3000, 10, random_state=0)
-    clf = MAPTreeClassifier(memory_limit=1, time_limit=None)
+    # Quantile thresholds: with the boosting default's few questions this problem certifies in 1 MiB.
+    clf = MAPTreeClassifier(memory_limit=1, time_limit=None, binarizer=Binarizer(strategy="quantile"))
     _timed_fit(clf, X, y)
     assert clf.stop_reason_ == "memory_limit" and not clf.optimal_
     assert clf.peak_memory_ <= 1 * 2**20
