@@ -515,7 +515,10 @@ class AndOrSearch:
                 last_cb = time.perf_counter()
         elapsed = time.perf_counter() - t0
         ub, lb = self.upper_bound, self.lower_bound
-        optimal = bool(lb >= ub or (math.isfinite(ub) and ub - lb <= 1e-9 * max(1.0, abs(ub))))
+        # A certificate needs finite bounds (-inf >= -inf would certify an overflowed search).
+        optimal = bool(
+            math.isfinite(lb) and math.isfinite(ub) and (lb >= ub or ub - lb <= 1e-9 * max(1.0, abs(ub)))
+        )
         if optimal:
             reason = "optimal"
         return SearchResult(
@@ -782,11 +785,22 @@ class RegressionSearch(AndOrSearch):
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         self.y = y
         self.prior = NIGPrior.from_data(y, w) if prior is None else prior
-        yc = y - self.prior.mean
-        q = group_spread_terms(y, w, self.row_group, self.prior)
         wf = w.astype(np.float64)
-        self.R = np.ascontiguousarray(np.column_stack([wf, wf * yc, wf * yc * yc, wf * q]))
-        B, L0 = nig_bound_tables(y, w, self.prior)
+        with np.errstate(over="ignore", invalid="ignore"):
+            yc = y - self.prior.mean
+            self.R = np.column_stack([wf, wf * yc, wf * yc * yc])
+            finite = bool(np.all(np.isfinite(self.R)))
+            if finite:
+                q = group_spread_terms(y, w, self.row_group, self.prior)
+                self.R = np.ascontiguousarray(np.column_stack([self.R, wf * q]))
+                B, L0 = nig_bound_tables(y, w, self.prior)
+                finite = bool(np.all(np.isfinite(self.R)) and np.all(np.isfinite(B)) and np.all(np.isfinite(L0)))
+        if not finite:
+            raise ValueError(
+                "the regression targets overflow the search's sums or likelihoods at this scale "
+                f"(max |y - prior mean| = {float(np.abs(yc).max())!r}, prior scale {self.prior.scale!r}); "
+                "standardise y first (MAPTreeRegressor does)"
+            )
         # normal-inverse-gamma leaves (see _kernels)
         self.model = K.NIGModel(
             self.R, B, L0, float(self.prior.shape), float(self.prior.scale), float(self.prior.kappa)
