@@ -26,7 +26,7 @@ from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
-from .bounds import group_spread_terms, nig_bound_tables
+from .bounds import group_spread_terms, leaf_share_terms, nig_bound_tables
 from .history import HISTORY_DTYPE, SearchHistory
 
 __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
@@ -48,6 +48,9 @@ FOCUS_SHARE = 0.5
 CHUNK_SHARE = 0.02
 CHUNK_MIN = 16
 CHUNK_SECONDS_MAX = 0.2
+#: Whether RegressionSearch uses the leaf-share bound (:func:`~arboretum.maptree.bounds.leaf_share_terms`);
+#: private, for the before/after benchmark (benchmarks/maptree_regression.py) only.
+_LEAF_SHARES = True
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -745,11 +748,12 @@ class RegressionSearch(AndOrSearch):
 
     The same search, graph, limits and bookkeeping as :class:`AndOrSearch`;
     a node's leaf statistics are the weighted sums ``(n, sum w (y - mu0),
-    sum w (y - mu0)**2, sum w q)`` over its samples (``or_stats``), its leaf
+    sum w (y - mu0)**2, sum w q, sum t)`` over its samples (``or_stats``), its leaf
     cost is ``-log p_leaf - log p(y_L)`` with the closed-form marginal of
     :meth:`arboretum.bayes.NIGPrior.log_marginal`, and its lower bound at
-    creation is ``min(leaf cost, -log p_split(d) + max(B[n], L0[n] + q))`` with
-    the tables and the proof of :func:`arboretum.maptree.bounds.nig_bound_tables`.
+    creation is ``min(leaf cost, -log p_split(d) + [prior terms] + max(B[n], L0[n] + q, t))``
+    with the tables and the proofs of :func:`arboretum.maptree.bounds.nig_bound_tables`
+    and :func:`arboretum.maptree.bounds.leaf_share_terms`.
 
     Parameters
     ----------
@@ -792,9 +796,13 @@ class RegressionSearch(AndOrSearch):
             finite = bool(np.all(np.isfinite(self.R)))
             if finite:
                 q = group_spread_terms(y, w, self.row_group, self.prior)
-                self.R = np.ascontiguousarray(np.column_stack([self.R, wf * q]))
+                t = (
+                    leaf_share_terms(y, w, self.row_group, self.prior) if _LEAF_SHARES
+                    else np.full(len(y), -np.inf)
+                )
+                self.R = np.ascontiguousarray(np.column_stack([self.R, wf * q, t]))
                 B, L0 = nig_bound_tables(y, w, self.prior)
-                finite = bool(np.all(np.isfinite(self.R)) and np.all(np.isfinite(B)) and np.all(np.isfinite(L0)))
+                finite = bool(np.all(np.isfinite(self.R[:, :4])) and np.all(np.isfinite(B)) and np.all(np.isfinite(L0)))
         if not finite:
             raise ValueError(
                 "the regression targets overflow the search's sums or likelihoods at this scale "
@@ -805,7 +813,7 @@ class RegressionSearch(AndOrSearch):
         self.model = K.NIGModel(
             self.R, B, L0, float(self.prior.shape), float(self.prior.scale), float(self.prior.kappa)
         )
-        self._start(n_counts=0, n_stats=4)
+        self._start(n_counts=0, n_stats=5)
 
     def _builder(self, classes, feature_names) -> TreeBuilder:
         return TreeBuilder(self.n_features, task="regression", feature_names=feature_names)
