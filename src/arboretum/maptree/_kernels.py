@@ -42,10 +42,11 @@ path contains no regression code at all:
   :func:`arboretum._numba.dirichlet_tables`, read by
   :func:`arboretum._numba.dm_log_lik`.
 * :class:`NIGModel` ``(R, B, L0, shape, scale, kappa)``: normal-inverse-gamma
-  leaves (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q)``
+  leaves (regression).  A node's statistics ``or_stats[o] = (n, s1, s2, q, t)``
   are the sums over its samples of the rows of ``R`` (weight ``w``,
-  ``w (y - mu0)``, ``w (y - mu0)**2`` and the group term ``w q``; see
-  :func:`arboretum.maptree.bounds.nig_bound_tables`), obtained by iterating the set
+  ``w (y - mu0)``, ``w (y - mu0)**2``, the group term ``w q`` of
+  :func:`arboretum.maptree.bounds.nig_bound_tables` and the leaf share ``t`` of
+  :func:`arboretum.maptree.bounds.leaf_share_terms`), obtained by iterating the set
   bits of the node's sample set.  ``B[n]`` is the split bound and ``L0[n]``
   the perfect-leaf cost; ``shape, scale, kappa`` are the prior's.
 
@@ -270,7 +271,7 @@ class DirichletModel(NamedTuple):
 class NIGModel(NamedTuple):
     """Normal-inverse-gamma leaves (regression), the leaf model the kernels take."""
 
-    R: np.ndarray  #: (n_samples, 4): w, w (y - mu0), w (y - mu0)**2, w q
+    R: np.ndarray  #: (n_samples, 5): w, w (y - mu0), w (y - mu0)**2, w q, leaf share t
     B: np.ndarray  #: split bound B[n] of :func:`arboretum.maptree.bounds.nig_bound_tables`
     L0: np.ndarray  #: perfect-leaf cost L0[n]
     shape: float
@@ -343,6 +344,7 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
             s1 = 0.0
             s2 = 0.0
             s3 = 0.0
+            s4 = 0.0
             for w in range(words.shape[0]):
                 b = words[w]
                 while b != 0:
@@ -351,11 +353,13 @@ def _node_stats_impl(model, words, or_counts, or_stats, node):
                     s1 += R[i, 1]
                     s2 += R[i, 2]
                     s3 += R[i, 3]
+                    s4 += R[i, 4]
                     b &= b - np.uint64(1)
             or_stats[node, 0] = s0
             or_stats[node, 1] = s1
             or_stats[node, 2] = s2
             or_stats[node, 3] = s3
+            or_stats[node, 4] = s4
 
         return nig
 
@@ -387,8 +391,9 @@ def _leaf_nll_impl(model, or_counts, or_stats, node):
 def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, E, logv):
     """Classification: the Perfect Split term ``-log p_split(d) - sum_k log
     l(c_k e_k)`` (proof in :func:`new_or_node`).  Regression:
-    ``-log p_split(d) + max(B[n], L0[n] + q)``, proved in
-    :func:`arboretum.maptree.bounds.nig_bound_tables`.  Both plus ``logv(m) + E(d, m)``
+    ``-log p_split(d) + max(B[n], L0[n] + q, t)``, proved in
+    :func:`arboretum.maptree.bounds.nig_bound_tables` and (``t``)
+    :func:`arboretum.maptree.bounds.leaf_share_terms`.  Both plus ``logv(m) + E(d, m)``
     (:func:`_split_prior`): a lower bound on ``log|V(I)|`` (:func:`split_count_bounds`) and the
     least prior cost of the two subtrees below a split of ``m`` samples
     (:func:`subtree_prior_bounds`); each function proves its part."""
@@ -397,7 +402,7 @@ def _split_bound_impl(model, or_counts, or_stats, node, d, m, log_ps, E, logv):
         def nig(model, or_counts, or_stats, node, d, m, log_ps, E, logv):
             row = or_stats[node]
             k = np.int64(row[0] + 0.5)
-            return -log_ps[d] + _split_prior(E, logv, d, m) + max(model.B[k], model.L0[k] + row[3])
+            return -log_ps[d] + _split_prior(E, logv, d, m) + max(model.B[k], model.L0[k] + row[3], row[4])
 
         return nig
     return lambda model, or_counts, or_stats, node, d, m, log_ps, E, logv: _split_prior(
@@ -577,8 +582,9 @@ def new_or_node(node, d, no_split, m, model, tables, graph, ub_inf):
     whether V(I) is empty; we know, so ``h' >= h`` with equality only when the
     split term is the smaller one.
 
-    Regression: the split bound is ``-log p_split(d) + max(B[n], L0[n] + q)``
-    from :func:`arboretum.maptree.bounds.nig_bound_tables`, whose docstring proves it.
+    Regression: the split bound is ``-log p_split(d) + max(B[n], L0[n] + q, t)``
+    from :func:`arboretum.maptree.bounds.nig_bound_tables` and
+    :func:`arboretum.maptree.bounds.leaf_share_terms`, whose docstrings prove it.
     Leaf likelihoods are densities there, so costs can be negative; only the
     prior terms are known to be non-negative, and the proofs use no more.
     """

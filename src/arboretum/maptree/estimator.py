@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 from typing import Any, Callable
@@ -14,7 +15,7 @@ from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..bayes import (
     DEFAULT_PRIOR_KAPPA,
     DEFAULT_PRIOR_SHAPE,
-    NIGPrior,
+    TargetScaling,
     log_posterior,
     log_posterior_regression,
     validate_rho,
@@ -203,23 +204,41 @@ class _MAPTreeBase(TreeEstimator):
 
     def _store(
         self, search: AndOrSearch, result: SearchResult, clock: FitClock, search_names,
-        log_post: Callable[[Tree], float], **solution_kw,
+        log_post: Callable[[Tree], float], log_shift: float = 0.0, **solution_kw,
     ) -> None:
         """Set the fitted attributes from a finished search.
 
         ``tree_`` is the search's incumbent, or the best candidate tree that a
         limit kept out of the graph (``self._fallback``, see
         :meth:`_run_search`) when that one is more probable.
+
+        ``log_shift`` is added to every log posterior the search reports (its bound, its history)
+        and to ``log_post``'s value: MAPTreeRegressor searches standardised targets, whose log
+        densities differ from those of ``y`` by that constant (see :class:`TargetScaling`).
+
+        Raises
+        ------
+        FloatingPointError
+            When the log posterior of the returned tree is not finite, or the search certified a
+            non-finite bound: no such answer is ever reported (the inputs are checked before the
+            search so that this cannot happen; it would be a bug).
         """
         self.search_tree_ = search.solution(feature_names=search_names, **solution_kw)
-        self.log_posterior_ = float(log_post(self.search_tree_))
+        log_posterior = float(log_post(self.search_tree_))
         fallback = getattr(self, "_fallback", None)
-        if fallback is not None and fallback[0] > self.log_posterior_:
-            self.log_posterior_, self.search_tree_ = fallback
+        if fallback is not None and fallback[0] > log_posterior:
+            log_posterior, self.search_tree_ = fallback
             self.search_tree_.feature_names = search_names
         self._fallback = None
         self.tree_ = self._raw_tree(self.search_tree_)
-        self.log_posterior_bound_ = float(-result.lower_bound)
+        self.log_posterior_ = log_posterior + log_shift
+        self.log_posterior_bound_ = float(-result.lower_bound) + log_shift
+        if not math.isfinite(self.log_posterior_) or (result.optimal and not math.isfinite(self.log_posterior_bound_)):
+            raise FloatingPointError(
+                f"{type(self).__name__}: the search ended with a non-finite log posterior "
+                f"({self.log_posterior_!r}, bound {self.log_posterior_bound_!r}); no certificate is "
+                "reported for it. Please report this with your data."
+            )
         self.optimal_ = bool(result.optimal)
         self.gap_ = 0.0 if self.optimal_ else max(0.0, self.log_posterior_bound_ - self.log_posterior_)
         self.n_expansions_ = result.n_expansions
@@ -230,6 +249,8 @@ class _MAPTreeBase(TreeEstimator):
         # The search's last row holds the root's bounds; the tree's own log posterior is the same
         # up to rounding (or better, see AndOrSearch.solution), and is what log_posterior_ reports.
         self.history_ = result.history.copy()
+        self.history_["log_posterior"] += log_shift
+        self.history_["log_posterior_bound"] += log_shift
         self.history_[-1]["log_posterior"] = self.log_posterior_
         self.history_[-1]["log_posterior_bound"] = self.log_posterior_bound_
         if self.verbose:
@@ -577,10 +598,30 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         Scale of that inverse-gamma prior, in units of ``y`` squared; None:
         ``var(y) * Q^{-1}(prior_shape, 0.9)``, which puts prior probability 0.9
         on a noise variance below ``var(y)`` (BART's calibration, Chipman,
-        George & McCulloch 2010); ``var(y) = 1`` for a constant ``y``.
+        George & McCulloch 2010); ``var(y) = mean(y)**2`` (1 if ``y`` is 0)
+        for a constant ``y``.
         With the data-derived defaults of ``prior_mean`` and ``prior_scale``
         the fitted tree does not change when ``y`` is replaced by ``c * y + s``
-        (the log posterior of every tree shifts by ``-n log|c|``).
+        (the log posterior of every tree shifts by ``-n log|c|``); with
+        given values, the same holds when ``prior_mean`` becomes
+        ``c * prior_mean + s`` and ``prior_scale`` becomes ``c**2 * prior_scale``
+        (``kappa`` and ``shape`` are dimensionless).
+
+        **Numerics.**  ``prior_mean`` and ``prior_scale`` are in the units of
+        ``y``, but the search never computes in them: it works on the
+        standardised targets ``z = (y - c) / u`` (``c``, ``u`` the weighted
+        mean and standard deviation of ``y``, computed without overflow; see
+        :class:`arboretum.bayes.TargetScaling`) with the prior moved along,
+        which gives the same ranking of all trees, and reports
+        ``log_posterior_``, ``log_posterior_bound_`` and ``history_`` in the
+        units of ``y`` (those of ``z`` minus ``N log u``, ``N`` the total
+        weight).  So any finite ``y`` works, from about ``1e-300`` to
+        ``1e300`` (the tree found for ``y * 2**k`` is the same as for ``y``, bit
+        for bit).  Refused with a ``ValueError``: non-finite ``y``, and a given
+        ``prior_mean`` or ``prior_scale`` so far from the scale of ``y`` that
+        the leaf likelihoods overflow.  Targets equal up to a relative
+        ``4 n eps`` count as constant.  A certificate (``optimal_``) always
+        comes with finite values.
     max_depth : int or None, default=None
         Only trees of at most this many levels of splits: the answer is the
         MAP tree among them (a node at that depth is a leaf, with the prior
@@ -626,12 +667,16 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
     search_tree_ : arboretum.Tree
         The tree on the binary search features (node ids as in ``tree_``).
     binarizer_ : Binarizer or None
-    prior_ : arboretum.bayes.NIGPrior
-        The leaf prior used, with the data-derived defaults filled in.
+    prior_ : arboretum.bayes.NIGPrior or None
+        The leaf prior used, in the units of ``y``, with the data-derived
+        defaults filled in; None when its ``scale`` (units of ``y`` squared)
+        is beyond float64 (``|y|`` above about ``1e154`` or below
+        ``1e-154``; the search itself is unaffected, see ``prior_scale``).
     log_posterior_ : float
         ``log p(tree_, y | X)``, the unnormalised log posterior (a log
         *density* in ``y``: it depends on the units of ``y`` and can be
-        positive), recomputed from the tree.
+        positive; replacing ``y`` by ``c * y`` subtracts ``N log|c|``),
+        recomputed from the tree.  Always finite.
     log_posterior_bound_ : float
         No tree has a higher log posterior than this.
     optimal_ : bool
@@ -745,29 +790,46 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
                 f"the weights sum to {weights.sum()}; MAPTreeRegressor supports at most "
                 f"{MAX_REGRESSION_WEIGHT} (its bound tables are indexed by the total weight)"
             )
-        prior = NIGPrior.from_data(
-            y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape,
-            scale=self.prior_scale,
+        # The search works on standardised targets z = (y - c) / u (TargetScaling): its sums and
+        # likelihoods are then of order n at any scale of y, and every log density in y is the
+        # one in z minus N log u, the same constant for every tree (see TargetScaling).
+        scaling = TargetScaling.fit(y, weights)
+        z = scaling.transform(y)
+        prior = scaling.search_prior(
+            y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape, scale=self.prior_scale
         )
-        Xb, search_names = self._search_features(X, y, weights)
-        self.prior_ = prior
+        Xb, search_names = self._search_features(X, z, weights)  # z: the ensemble's cuts at any scale
+        self.prior_ = scaling.data_prior(
+            y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape, scale=self.prior_scale
+        )
         search = RegressionSearch(
-            Xb, y, self.alpha, self.beta, prior, sample_weight=weights, max_depth=self.max_depth
+            Xb, z, self.alpha, self.beta, prior, sample_weight=weights, max_depth=self.max_depth
         )
 
-        def log_post(tree: Tree) -> float:
+        # Leaf values: the posterior mean of mu, moved back to data units; it lies between the
+        # smallest and largest of the targets and the prior mean (clipped to them against rounding).
+        mean_y = float(scaling.inverse(prior.mean))
+        lo, hi = min(float(y.min()), mean_y), max(float(y.max()), mean_y)
+
+        def value_fn(stats: np.ndarray) -> np.ndarray:
+            return np.clip(scaling.inverse(prior.mean + stats[1] / (prior.kappa + stats[0])), lo, hi)
+
+        def log_post(tree: Tree) -> float:  # in the units of z (see log_shift below)
             return log_posterior_regression(
-                tree, Xb, y, alpha=self.alpha, beta=self.beta, prior=prior, sample_weight=weights
+                tree, Xb, z, alpha=self.alpha, beta=self.beta, prior=prior, sample_weight=weights
             )
 
         def score(splits: SplitFn) -> tuple[Tree, float]:
-            tree = search.candidate_tree(splits)
+            tree = search.candidate_tree(splits, value_fn=value_fn)
             return tree, log_post(tree)
 
         result = self._run_search(
-            search, Xb.shape[1], lambda: cart_regression_candidates(Xb, y, weights), clock, score
+            search, Xb.shape[1], lambda: cart_regression_candidates(Xb, z, weights), clock, score
         )
-        self._store(search, result, clock, search_names, log_post)
+        total = float(len(y) if weights is None else weights.sum())
+        self._store(
+            search, result, clock, search_names, log_post, log_shift=-total * scaling.log_unit, value_fn=value_fn
+        )
         return self
 
 

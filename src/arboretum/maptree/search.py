@@ -27,7 +27,7 @@ from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
-from .bounds import group_spread_terms, nig_bound_tables
+from .bounds import group_spread_terms, leaf_share_terms, nig_bound_tables
 from .history import HISTORY_DTYPE, SearchHistory
 
 __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
@@ -51,6 +51,9 @@ CHUNK_MIN = 16
 CHUNK_SECONDS_MAX = 0.2
 #: ``Tables.max_depth`` without a depth limit (deeper than any tree of 2**30 samples).
 NO_DEPTH_LIMIT = 2**30
+#: Whether RegressionSearch uses the leaf-share bound (:func:`~arboretum.maptree.bounds.leaf_share_terms`);
+#: private, for the before/after benchmark (benchmarks/maptree_regression.py) only.
+_LEAF_SHARES = True
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -541,7 +544,10 @@ class AndOrSearch:
                 last_cb = time.perf_counter()
         elapsed = time.perf_counter() - t0
         ub, lb = self.upper_bound, self.lower_bound
-        optimal = bool(lb >= ub or (math.isfinite(ub) and ub - lb <= 1e-9 * max(1.0, abs(ub))))
+        # A certificate needs finite bounds (-inf >= -inf would certify an overflowed search).
+        optimal = bool(
+            math.isfinite(lb) and math.isfinite(ub) and (lb >= ub or ub - lb <= 1e-9 * max(1.0, abs(ub)))
+        )
         if optimal:
             reason = "optimal"
         return SearchResult(
@@ -815,11 +821,12 @@ class RegressionSearch(AndOrSearch):
 
     The same search, graph, limits and bookkeeping as :class:`AndOrSearch`;
     a node's leaf statistics are the weighted sums ``(n, sum w (y - mu0),
-    sum w (y - mu0)**2, sum w q)`` over its samples (``or_stats``), its leaf
+    sum w (y - mu0)**2, sum w q, sum t)`` over its samples (``or_stats``), its leaf
     cost is ``-log p_leaf - log p(y_L)`` with the closed-form marginal of
     :meth:`arboretum.bayes.NIGPrior.log_marginal`, and its lower bound at
-    creation is ``min(leaf cost, -log p_split(d) + max(B[n], L0[n] + q))`` with
-    the tables and the proof of :func:`arboretum.maptree.bounds.nig_bound_tables`.
+    creation is ``min(leaf cost, -log p_split(d) + [prior terms] + max(B[n], L0[n] + q, t))``
+    with the tables and the proofs of :func:`arboretum.maptree.bounds.nig_bound_tables`
+    and :func:`arboretum.maptree.bounds.leaf_share_terms`.
 
     Parameters
     ----------
@@ -856,16 +863,31 @@ class RegressionSearch(AndOrSearch):
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         self.y = y
         self.prior = NIGPrior.from_data(y, w) if prior is None else prior
-        yc = y - self.prior.mean
-        q = group_spread_terms(y, w, self.row_group, self.prior)
         wf = w.astype(np.float64)
-        self.R = np.ascontiguousarray(np.column_stack([wf, wf * yc, wf * yc * yc, wf * q]))
-        B, L0 = nig_bound_tables(y, w, self.prior)
+        with np.errstate(over="ignore", invalid="ignore"):
+            yc = y - self.prior.mean
+            self.R = np.column_stack([wf, wf * yc, wf * yc * yc])
+            finite = bool(np.all(np.isfinite(self.R)))
+            if finite:
+                q = group_spread_terms(y, w, self.row_group, self.prior)
+                t = (
+                    leaf_share_terms(y, w, self.row_group, self.prior) if _LEAF_SHARES
+                    else np.full(len(y), -np.inf)
+                )
+                self.R = np.ascontiguousarray(np.column_stack([self.R, wf * q, t]))
+                B, L0 = nig_bound_tables(y, w, self.prior)
+                finite = bool(np.all(np.isfinite(self.R[:, :4])) and np.all(np.isfinite(B)) and np.all(np.isfinite(L0)))
+        if not finite:
+            raise ValueError(
+                "the regression targets overflow the search's sums or likelihoods at this scale "
+                f"(max |y - prior mean| = {float(np.abs(yc).max())!r}, prior scale {self.prior.scale!r}); "
+                "standardise y first (MAPTreeRegressor does)"
+            )
         # normal-inverse-gamma leaves (see _kernels)
         self.model = K.NIGModel(
             self.R, B, L0, float(self.prior.shape), float(self.prior.scale), float(self.prior.kappa)
         )
-        self._start(n_counts=0, n_stats=4)
+        self._start(n_counts=0, n_stats=5)
 
     def _builder(self, classes, feature_names) -> TreeBuilder:
         return TreeBuilder(self.n_features, task="regression", feature_names=feature_names)
