@@ -1,30 +1,41 @@
 # `make demo` and `make test` work on a fresh clone: they create .venv if absent and install.
+# `make demo` installs only what the demo needs (the package and its plotting extra); `make test`
+# (and test-slow, bench, install) installs the test, benchmark and peer extras too.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+HASH   := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
+TEST_STAMP := $(VENV)/.installed-test-$(HASH)
 
 .PHONY: demo test test-slow bench install clean gosdt-venv
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,peers]"
-	rm -f $(VENV)/.installed-*
+
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[plot]"
+	rm -f $(VENV)/.installed-demo-*
 	touch $@
 
-install: $(STAMP)
+$(TEST_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[plot,test,bench,peers]"
+	rm -f $(VENV)/.installed-*
+	touch $@ $(DEMO_STAMP)
 
-demo: $(STAMP)
+install: $(TEST_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/arboretum fit --dataset hepatitis --time-limit 20
 
-test: $(STAMP) gosdt-venv
+test: $(TEST_STAMP) gosdt-venv
 	$(PY) -m pytest -q -m "not slow" --doctest-modules tests src/arboretum
 
-test-slow: $(STAMP)
+test-slow: $(TEST_STAMP)
 	$(PY) -m pytest -q -m slow tests
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(PY) benchmarks/maptree_reference.py
 
 # GOSDT 1.0.4 crashes with scikit-learn >= 1.8, so it lives in its own venv;

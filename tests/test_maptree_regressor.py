@@ -10,10 +10,12 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arboretum import MAPTreeRegressor
 from arboretum.bayes import NIGPrior, log_posterior_regression
-from arboretum.maptree.bounds import group_spread_terms, nig_bound_tables
+from arboretum.maptree.bounds import group_spread_terms, leaf_share_terms, nig_bound_tables
 from arboretum.oracles import RegressionOracle, co_optimal_trees_regression, exact_map_regression
 from arboretum.maptree import RegressionSearch
 from arboretum.tree import Tree
@@ -161,6 +163,46 @@ def test_bound_tables_never_exceed_the_best_partition():
         assert L0[N] + float(np.dot(w, q)) <= best_grouped + 1e-9
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    y=st.lists(st.floats(-5, 5).filter(lambda v: v == 0 or abs(v) > 1e-100), min_size=1, max_size=7),
+    data=st.data(),
+    kappa=st.sampled_from([0.05, 1 / 3, 3.0]),
+    shape=st.sampled_from([0.5, 1.5, 5.0]),
+    prior_mean=st.one_of(st.none(), st.floats(-8, 8)),
+)
+def test_leaf_shares_never_exceed_the_best_partition_of_any_node(y, data, kappa, shape, prior_mean):
+    """sum_{i in S} t_i <= min over cuts of S (whole groups per leaf) of sum NLL, for every union S of groups."""
+    y = np.asarray(y)
+    n = y.size
+    w = np.asarray(data.draw(st.lists(st.integers(1, 3), min_size=n, max_size=n)))
+    groups = np.unique(np.asarray(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))),
+                       return_inverse=True)[1]
+    prior = NIGPrior.from_data(y, w, mean=prior_mean, kappa=kappa, shape=shape)
+    budget = data.draw(st.sampled_from([100_000_000, 0]))  # windows, or the group-only fallback
+    t = leaf_share_terms(y, w, groups, prior, work_budget=budget)
+    G = groups.max() + 1
+    for mask in range(1, 2**G):
+        chosen = [g for g in range(G) if mask >> g & 1]
+        best = min(
+            sum(-prior.log_marginal(y[np.isin(groups, L)], w[np.isin(groups, L)]) for L in part)
+            for part in _set_partitions(chosen)
+        )
+        assert t[np.isin(groups, chosen)].sum() <= best + 1e-9 * (1 + abs(best))
+
+
+def test_leaf_shares_beat_the_tables_on_a_noise_cluster():
+    """A cluster of 40 noisy targets away from the prior mean: the shares close over half of the gap
+    between the tables' bound and its leaf cost (8.98 between 4.00 and 13.03)."""
+    rng = np.random.default_rng(0)
+    y = np.r_[rng.normal(0, 0.3, 40), rng.normal(3, 0.3, 40)]
+    prior = NIGPrior.from_data(y)
+    t = leaf_share_terms(y, None, np.arange(80), prior)
+    B, L0 = nig_bound_tables(y, None, prior)
+    leaf = -prior.log_marginal(y[:40])
+    assert t[:40].sum() <= leaf and t[:40].sum() - B[40] > 0.5 * (leaf - B[40])
+
+
 def test_bound_is_stronger_than_the_perfect_leaf_on_spread_targets():
     y = np.linspace(-3, 3, 40)
     prior = NIGPrior.from_data(y)
@@ -229,7 +271,7 @@ def test_search_invariants_and_admissibility_on_every_node(probe):
             mask = oracle.subset_mask(np.flatnonzero(members))
             assert s.or_lb[o] <= oracle.value(mask, int(s.or_depth[o])) + 1e-9
             checked += 1
-    assert checked > (100 if probe else 200)  # probes leave far fewer stored nodes
+    assert checked > (50 if probe else 100)  # probes (and the leaf-share bound) leave far fewer stored nodes
 
 
 def test_integer_weights_equal_replicated_rows():
@@ -273,10 +315,15 @@ def test_affine_rescaling_of_y_gives_the_same_tree(scale, shift):
         a = MAPTreeRegressor().fit(Xr, y)
         b = MAPTreeRegressor().fit(Xr, scale * y + shift)
         assert a.optimal_ and b.optimal_
-        assert a.search_tree_.to_paren() == b.search_tree_.to_paren()
-        assert np.allclose(b.predict(Xr), scale * a.predict(Xr) + shift, rtol=1e-9, atol=1e-9 * abs(shift))
         # The log posterior of every tree shifts by -n log|scale|.
         assert b.log_posterior_ == pytest.approx(a.log_posterior_ - 50 * math.log(abs(scale)), abs=1e-6)
+        if a.search_tree_.to_paren() != b.search_tree_.to_paren():
+            # Only an exact tie (up to rounding) may be broken differently: both trees are MAP trees.
+            Xb = a.binarizer_.transform(Xr)
+            lp = [log_posterior_regression(t.search_tree_, Xb, y, prior=a.prior_) for t in (a, b)]
+            assert lp[0] == pytest.approx(lp[1], abs=1e-9)
+            continue
+        assert np.allclose(b.predict(Xr), scale * a.predict(Xr) + shift, rtol=1e-9, atol=1e-9 * abs(shift))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,7 +351,8 @@ def test_time_and_memory_limits(diabetes):
     reg = MAPTreeRegressor(time_limit=1.0).fit(X, y)
     wall = time.perf_counter() - t0
     assert reg.stop_reason_ == "time_limit" and not reg.optimal_
-    assert wall <= 1.1 * 1.0 + 0.5 and reg.search_time_ >= 1.0
+    # the limit is on the whole fit, which the search fills up to the limit
+    assert wall <= 1.1 * 1.0 + 0.5 and reg.fit_time_ >= 1.0 and reg.search_time_ <= reg.fit_time_
     assert reg.log_posterior_ <= reg.log_posterior_bound_
     reg = MAPTreeRegressor(memory_limit=4).fit(X, y)  # MiB
     assert reg.stop_reason_ == "memory_limit" and not reg.optimal_

@@ -39,7 +39,19 @@ from .data import Check, InstanceOf, Interval, Options
 from .exceptions import LimitWarning
 from .tree import Tree
 
-__all__ = ["PREDICT_METHODS", "SHARED_CONSTRAINTS", "TreeEstimator", "constraints", "deprecated_attribute"]
+__all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "FitClock",
+    "PREDICT_METHODS",
+    "SHARED_CONSTRAINTS",
+    "TreeEstimator",
+    "constraints",
+    "deprecated_attribute",
+]
+
+#: The default ``time_limit`` of every estimator (seconds of wall clock for the whole ``fit``), so that
+#: no fit with default parameters runs without bound; ``time_limit=None`` is the explicit "no limit".
+DEFAULT_TIME_LIMIT = 60.0
 
 #: The ``method`` vocabulary of ``predict_proba`` / ``predict`` of the Bayesian models:
 #: "map" predicts with ``tree_`` (the MAP tree, or the most probable tree found),
@@ -73,6 +85,50 @@ SHARED_CONSTRAINTS: dict = {
 def constraints(*shared: str, **own: list) -> dict:
     """A ``_parameter_constraints`` table: the ``shared`` names' forms, then the estimator's ``own``."""
     return {**{name: SHARED_CONSTRAINTS[name] for name in shared}, **own}
+
+
+class FitClock:
+    """The one clock of a fit, started once by :meth:`TreeEstimator._start_clock`.
+
+    Every stage of a fit (reading and binarising ``X``, CART seeding, probes,
+    the search or sampling, tree extraction) asks this clock how much of
+    ``time_limit`` is left, so that the limit holds for the whole fit.
+
+    Parameters
+    ----------
+    time_limit : float or None
+        Seconds the fit may take; None for no limit.
+    start : float
+        ``time.perf_counter()`` when the clock started.
+
+    Attributes
+    ----------
+    start : float
+    deadline : float or None
+        ``time.perf_counter()`` value at which the limit is reached; None
+        without a limit.
+    """
+
+    def __init__(self, time_limit: float | None, start: float) -> None:
+        self.time_limit = None if time_limit is None else float(time_limit)
+        self.start = float(start)
+        self.deadline = None if time_limit is None else self.start + self.time_limit
+
+    def elapsed(self) -> float:
+        """Seconds since the clock started."""
+        return time.perf_counter() - self.start
+
+    def remaining(self) -> float | None:
+        """Seconds left (at least 0), or None without a limit."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.perf_counter())
+
+    def expired(self) -> bool:
+        """Whether the time limit has been reached."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def share_end(self, share: float) -> float | None:
+        """``time.perf_counter()`` value when ``share`` (in (0, 1]) of the limit has passed; None without one."""
+        return None if self.time_limit is None else self.start + share * self.time_limit
 
 
 class deprecated_attribute:  # noqa: N801 - used like a property
@@ -256,13 +312,22 @@ class TreeEstimator(BaseEstimator):
     #: The family of numba kernels a fit runs (:mod:`arboretum._compile`), or None.
     _kernel_family: str | None = None
 
-    def _start_clock(self) -> float:
-        """Compile (or load from numba's cache) the kernels of this estimator, then start the fit's
-        clock: compilation never counts against ``time_limit``.  Sets ``compile_time_`` (seconds;
-        0.0 when the kernels were ready in this process) and returns the clock's start."""
+    def _start_clock(self) -> FitClock:
+        """Compile the kernels, then start the fit's one clock: ``time_limit`` and ``fit_time_``
+        count from here.
+
+        Every ``fit`` calls this once, right after its parameters (and targets)
+        are validated and before it reads ``X``: reading and binarising ``X``
+        and everything after count against ``time_limit``.  Compiling (or
+        loading from numba's cache) the kernels of this estimator's family
+        (:mod:`arboretum._compile`) comes first and never counts; it sets
+        ``compile_time_`` (seconds; 0.0 when the kernels were ready in this
+        process).
+        """
         family = self._kernel_family
         self.compile_time_ = 0.0 if family is None else warm_up(family)
-        return self._clock()
+        t_start = self._clock()  # the fit's clock starts here
+        return FitClock(getattr(self, "time_limit", None), t_start)
 
     # -- persistence (arboretum.save / arboretum.load) ----------------------------------------
     def _get_fitted_state(self) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from scipy.special import gammainccinv, gammaln
 __all__ = [
     "ChipmanPrior",
     "NIGPrior",
+    "TargetScaling",
     "leaf_cost",
     "log_dirichlet_multinomial",
     "log_marginal_likelihood",
@@ -750,9 +751,15 @@ class NIGPrior:
         probability ``quantile`` on a leaf noise variance below ``v``
         (BART's calibration, Chipman, George & McCulloch 2010, with
         ``nu = 2 * shape = 3`` and ``q = 0.9`` by default).  A constant ``y``
-        (up to rounding) uses ``v = 1``.  With both defaults, replacing ``y`` by ``c * y + s``
-        (``c != 0``) adds the same constant ``-n log|c|`` to the log marginal
-        likelihood of every tree, so the posterior over trees is unchanged.
+        (equal up to a relative ``4 n eps``) uses ``v = mean(y)**2``, or
+        ``v = 1`` when ``y`` is 0, so that ``v`` scales with ``y`` in every
+        case.  With both defaults, replacing ``y`` by ``c * y + s`` (``c != 0``;
+        for a constant ``y``, ``s = 0``) adds the same constant ``-n log|c|``
+        to the log marginal likelihood of every tree, so the posterior over
+        trees is unchanged.  The moments are computed without overflow (see
+        :class:`TargetScaling`); a variance outside the range of float64
+        (``|y|`` beyond about ``1e154`` or below ``1e-154``) raises a
+        ``ValueError``.
 
         Parameters
         ----------
@@ -769,23 +776,20 @@ class NIGPrior:
         NIGPrior
         """
         y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
-        w = np.ones_like(y_arr) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         if not 0.0 < float(quantile) < 1.0:
             raise ValueError(f"quantile must be a number in (0, 1); got {quantile!r}")
         shape = _check_real(shape, "shape", positive=True)
-        total = float(w.sum())
-        if y_arr.size == 0 or not total > 0:
-            raise ValueError("NIGPrior.from_data needs at least one sample of positive weight")
-        m = float(np.dot(w, y_arr) / total)
-        v = float(np.dot(w, (y_arr - m) ** 2) / total)
-        # Deviations below the rounding error of the mean count as zero: a constant y.
-        rounding = 4.0 * y_arr.size * np.finfo(np.float64).eps * float(np.abs(y_arr).max())
-        if not v > rounding * rounding or not math.isfinite(v):
-            v = 1.0
+        m, v = _mean_and_variance(y_arr, sample_weight)
         if mean is None:
             mean = m
         if scale is None:
             scale = v * float(gammainccinv(shape, float(quantile)))
+            if not float(np.finfo(np.float64).tiny) <= scale < math.inf:  # normal, not subnormal
+                raise ValueError(
+                    f"the variance of y ({_binary_magnitude(v)}) is outside the range of float64, so "
+                    "the prior's scale (in units of y squared) cannot be represented; rescale y "
+                    "(MAPTreeRegressor does this itself)"
+                )
         return cls(mean=mean, kappa=kappa, shape=shape, scale=scale)
 
     def log_marginal(self, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
@@ -843,6 +847,181 @@ class NIGPrior:
     def posterior_mean(self, n: float, sum_y: float) -> float:
         """Posterior mean of a leaf's ``mu``: ``(kappa * mean + sum_y) / (kappa + n)``."""
         return (self.kappa * self.mean + sum_y) / (self.kappa + n)
+
+
+def _binary_magnitude(v: float) -> str:
+    """``"about 2**k"`` for a positive float that may have overflowed or underflowed."""
+    if v == 0.0:
+        return "0, underflowed"
+    if not math.isfinite(v):
+        return "inf, overflowed"
+    return f"about 2**{math.frexp(v)[1]}"
+
+
+def _scaled_moments(
+    y: NDArray[np.float64], sample_weight: ArrayLike | None
+) -> tuple[int, NDArray[np.float64], NDArray[np.float64], float, float, bool]:
+    """``(e, y1, w, m1, v1, constant)``: the weighted mean ``m1`` and variance ``v1`` of
+    ``y1 = y * 2**-e``, where ``2**e`` is the binary magnitude of ``max|y|`` (so ``|y1| < 1`` and
+    the scaling is exact), and whether ``y`` is constant up to a relative ``4 n eps``."""
+    w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    total = float(w.sum())
+    if y.size == 0 or not total > 0:
+        raise ValueError("the targets need at least one sample of positive weight")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("the targets must be finite numbers (no NaN or infinity)")
+    amax = float(np.abs(y).max())
+    e = math.frexp(amax)[1] if amax > 0 else 0
+    y1 = np.ldexp(y, -e)
+    m1 = float(np.dot(w, y1) / total)
+    v1 = float(np.dot(w, (y1 - m1) ** 2) / total)
+    # Deviations below the rounding error of the mean count as zero: a constant y.
+    rounding = 4.0 * y.size * np.finfo(np.float64).eps * float(np.abs(y1).max())
+    return e, y1, w, m1, v1, not v1 > rounding * rounding
+
+
+def _mean_and_variance(y: NDArray[np.float64], sample_weight: ArrayLike | None) -> tuple[float, float]:
+    """Weighted mean and population variance of ``y`` without overflow in the intermediate sums;
+    a constant ``y`` has variance ``mean**2`` (1 when it is 0), see :meth:`NIGPrior.from_data`."""
+    e, _, _, m1, v1, constant = _scaled_moments(y, sample_weight)
+    if constant:
+        v1 = m1 * m1 if m1 != 0.0 else math.ldexp(1.0, -2 * e)
+    try:
+        v = math.ldexp(v1, 2 * e)
+    except OverflowError:
+        v = math.inf
+    return math.ldexp(m1, e), v
+
+
+@dataclass(frozen=True)
+class TargetScaling:
+    """The affine map ``y = 2**exponent * (center + spread * z)`` between regression targets ``y``
+    and the standardised targets ``z`` that MAPTreeRegressor's search works on.
+
+    ``2**exponent`` is the binary magnitude of ``max|y|``, so that dividing by it is exact and
+    leaves ``|y * 2**-exponent| < 1``; ``center`` and ``spread`` are then the weighted mean and
+    standard deviation of those values, so ``z`` has mean 0 and variance 1 (a constant ``y``
+    gets ``spread = |center|``, or 1 when ``y`` is 0, and ``z = 0``).  Every quantity of the
+    search (sums of ``z`` and ``z**2``, leaf likelihoods, the bound tables) is then of order
+    ``n`` whatever the scale of ``y``, from the smallest normal float to the largest.
+
+    **Why the search may work on ``z``.**  Write ``u = 2**exponent * spread`` and ``c = 2**exponent
+    * center``, so ``y = c + u z``.  The normal-inverse-gamma marginal of a leaf is invariant
+    under this map once the prior moves with it: with ``mean_z = (mean - c) / u``,
+    ``scale_z = scale / u**2`` and the same ``kappa`` and ``shape``, a leaf of weight ``n`` has
+    ``SS_y = u**2 SS_z``, ``(ybar - mean)**2 = u**2 (zbar - mean_z)**2``, hence
+    ``b_n(y) = u**2 b_n(z)``, and :meth:`NIGPrior.log_marginal` gives
+    ``log p(y_L) = log p(z_L) - n log u`` (the ``a0 log b0 - a_n log b_n`` terms shift by
+    ``(a0 - a_n) log u**2 = -n log u``; it is the change of variables of a density).  Summed over
+    the leaves of any tree this is the same constant ``-N log u`` (``N`` the total weight), and the
+    tree prior does not see ``y``: every tree's log posterior shifts by ``-N log u``, so the MAP
+    tree, the ranking of all trees and every gap are the same for ``y`` and ``z``.  The data-derived
+    defaults move with the map (``mean(y) = c + u mean(z)``, ``var(y) = u**2 var(z)``), so the
+    prior that :meth:`NIGPrior.from_data` gives on ``y`` is the one it gives on ``z``, moved.
+
+    Attributes
+    ----------
+    exponent : int
+    center, spread : float
+        ``spread > 0``; both in units of ``2**exponent``.
+    constant : bool
+        True when ``y`` is constant up to a relative ``4 n eps`` (then ``z = 0``).
+    """
+
+    exponent: int
+    center: float
+    spread: float
+    constant: bool = False
+
+    @classmethod
+    def fit(cls, y: ArrayLike, sample_weight: ArrayLike | None = None) -> "TargetScaling":
+        """The map of targets ``y`` (finite) with non-negative weights."""
+        y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
+        e, _, _, m1, v1, constant = _scaled_moments(y_arr, sample_weight)
+        if constant:
+            return cls(e, m1, abs(m1) if m1 != 0.0 else 1.0, True)
+        return cls(e, m1, math.sqrt(v1))
+
+    @property
+    def log_unit(self) -> float:
+        """``log u``, ``u = 2**exponent * spread``: every log density in ``y`` is the one in ``z``
+        minus ``n log u``."""
+        return self.exponent * math.log(2.0) + math.log(self.spread)
+
+    def transform(self, y: ArrayLike) -> NDArray[np.float64]:
+        """``z = (y - c) / u``, computed as ``(y * 2**-exponent - center) / spread`` (0 when constant)."""
+        y1 = np.ldexp(np.asarray(y, dtype=np.float64), -self.exponent)
+        if self.constant:
+            return np.zeros_like(y1)
+        return (y1 - self.center) / self.spread
+
+    def inverse(self, z: ArrayLike) -> NDArray[np.float64]:
+        """``y = c + u z`` (may overflow to infinity only when the result is beyond float64)."""
+        with np.errstate(over="ignore"):
+            return np.ldexp(self.center + self.spread * np.asarray(z, dtype=np.float64), self.exponent)
+
+    def _to_z(self, value: float, power: int, name: str) -> float:
+        """``value`` in data units (``power`` 1: a location, 2: a squared scale) in units of ``z``."""
+        with np.errstate(over="ignore", under="ignore"):
+            if power == 1:
+                out = (float(np.ldexp(value, -self.exponent)) - self.center) / self.spread
+            else:
+                out = float(np.ldexp(value, -2 * self.exponent)) / (self.spread * self.spread)
+        if not math.isfinite(out) or (power == 2 and not out >= np.finfo(np.float64).tiny):
+            what = "its distance from the mean of y" if power == 1 else "it"
+            raise ValueError(
+                f"{name}={value!r} cannot be represented next to the targets: {what} is "
+                f"{_binary_magnitude(abs(out))} times the spread of y"
+                f"{' squared' if power == 2 else ''}, beyond the range of float64"
+            )
+        return out
+
+    def search_prior(
+        self,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None,
+        *,
+        mean: float | None,
+        kappa: float,
+        shape: float,
+        scale: float | None,
+        names: tuple[str, str] = ("prior_mean", "prior_scale"),
+    ) -> "NIGPrior":
+        """The prior of the standardised targets ``z = transform(y)``: ``mean`` and ``scale`` in
+        data units (None: from the data, :meth:`NIGPrior.from_data`) moved to units of ``z``.
+
+        Raises a ``ValueError`` naming ``names`` when ``mean`` or ``scale`` cannot be represented
+        next to the targets (the leaf likelihoods of ``z`` would overflow or underflow)."""
+        z = self.transform(y)
+        prior = NIGPrior.from_data(
+            z, sample_weight, kappa=kappa, shape=shape,
+            mean=None if mean is None else self._to_z(mean, 1, names[0]),
+            scale=None if scale is None else self._to_z(scale, 2, names[1]),
+        )
+        w = np.ones_like(z) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            worst = float(np.dot(w, (z - prior.mean) ** 2)) / (2.0 * prior.scale)
+        if not math.isfinite(worst):
+            name = names[1] if scale is not None and mean is None else " and ".join(
+                n for n, v in zip(names, (mean, scale)) if v is not None
+            )
+            raise ValueError(
+                f"{name} cannot be represented next to the targets: a leaf's squared distance from "
+                f"the prior mean, over the prior scale, overflows float64"
+            )
+        return prior
+
+    def data_prior(
+        self, y: ArrayLike, sample_weight: ArrayLike | None, *, mean: float | None, kappa: float, shape: float,
+        scale: float | None,
+    ) -> "NIGPrior | None":
+        """The prior of :meth:`search_prior` in data units: :meth:`NIGPrior.from_data` of ``y``
+        with the same arguments, or None when its scale (units of ``y`` squared) is outside
+        float64 (``|y|`` beyond about ``1e154`` or below ``1e-154``)."""
+        try:
+            return NIGPrior.from_data(y, sample_weight, mean=mean, kappa=kappa, shape=shape, scale=scale)
+        except ValueError:
+            return None
 
 
 def _validate_regression_data(

@@ -228,11 +228,11 @@ def _cmd_fit(args) -> int:
         ))
         X_cart = clf.binarizer_.encode(X)  # CART sees categories as their integer codes
     if regression:
-        p = clf.prior_
-        print(
-            f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, normal-inverse-gamma leaves "
-            f"(mean={p.mean:.4g}, kappa={p.kappa:.4g}, shape={p.shape:.4g}, scale={p.scale:.4g})"
+        p = clf.prior_  # None when its scale (units of y squared) is outside float64
+        leaf = "" if p is None else (
+            f" (mean={p.mean:.4g}, kappa={p.kappa:.4g}, shape={p.shape:.4g}, scale={p.scale:.4g})"
         )
+        print(f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, normal-inverse-gamma leaves{leaf}")
     else:
         print(f"MAPTree prior: alpha={args.alpha}, beta={args.beta}, rho={rho}")
     print()

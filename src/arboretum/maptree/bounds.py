@@ -6,7 +6,10 @@
   :mod:`arboretum.maptree._kernels`);
 * :func:`nig_bound_tables` and :func:`group_spread_terms`: the tables of the
   admissible lower bound of MAPTreeRegressor's search (the paper gives none),
-  with the proof in :func:`nig_bound_tables`'s docstring.
+  with the proof in :func:`nig_bound_tables`'s docstring;
+* :func:`leaf_share_terms`: per-sample terms whose sum over a node's samples
+  is a lower bound on the leaf costs of every tree below it (a feasible
+  solution of the dual of the partition problem), proved in its docstring.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from numba import njit
 from scipy.special import gammaln
 
 from ..bayes import ChipmanPrior, NIGPrior, _log_pure_likelihoods, log_dirichlet_multinomial, validate_rho
 
-__all__ = ["group_spread_terms", "heuristic", "nig_bound_tables"]
+__all__ = ["group_spread_terms", "heuristic", "leaf_share_terms", "nig_bound_tables"]
 
 
 def heuristic(
@@ -205,11 +209,7 @@ def nig_bound_tables(
     n = np.arange(total + 1, dtype=np.float64)
     L0 = np.asarray(prior.perfect_cost(n), dtype=np.float64)
     a0, b0, k0 = prior.shape, prior.scale, prior.kappa
-    k_max = int(min(total, max(2, window_budget // max(total, 1))))
-    m_small = _min_window_ss(y_arr, w, k_max)
-    m = np.empty(total + 1, dtype=np.float64)
-    m[: k_max + 1] = m_small
-    m[k_max + 1 :] = m_small[-1]
+    m = _ss_floor(y_arr, w, total, window_budget)
     spread = np.log1p(m / (2.0 * b0))
     # Chain-rule bound D (every N).
     k = n[:-1]
@@ -247,3 +247,170 @@ def group_spread_terms(
     mean = np.bincount(g, weights=w * y_arr, minlength=n_groups) / np.where(wsum > 0, wsum, 1.0)
     ss = np.bincount(g, weights=w * (y_arr - mean[g]) ** 2, minlength=n_groups)
     return 0.5 * np.log1p(ss / (2.0 * prior.scale))[g] * (1.0 - 1e-9)
+
+
+@njit(cache=True)
+def _leaf_shares(z, copy_group, g_w, g_s1, g_s2, L0, m, a0, b0, k0, k_cap, margin):
+    """Per-weight leaf-share cost ``min_n c_g(n)`` of every group (see :func:`leaf_share_terms`).
+
+    ``z`` are the sorted replicated targets centred at the prior mean, ``copy_group`` the group
+    of each copy; ``g_w, g_s1, g_s2`` the weight and centred sums of each group; ``m[n]`` the
+    non-decreasing lower bound on the sum of squares of any ``n`` copies; windows are tried for
+    ``k <= k_cap`` added copies (``k_cap < 0``: none)."""
+    N = L0.shape[0] - 1  # the total weight (z is a dummy when k_cap <= 0)
+    G = g_w.shape[0]
+    out = np.empty(G)
+    rest = np.empty(z.shape[0])
+    p1 = np.zeros(z.shape[0] + 1)
+    p2 = np.zeros(z.shape[0] + 1)
+    for g in range(G):
+        Wg = np.int64(g_w[g])
+        s1g = g_s1[g]
+        s2g = g_s2[g]
+        e = max(s2g - s1g * s1g / (k0 + Wg) - margin, 0.0)  # the group alone: k = 0
+        best = (L0[Wg] + (a0 + 0.5 * Wg) * np.log1p(e / (2.0 * b0))) / Wg
+        K = 0
+        if k_cap > 0:
+            r = 0
+            for j in range(z.shape[0]):
+                if copy_group[j] != g:
+                    rest[r] = z[j]
+                    r += 1
+            for j in range(r):
+                p1[j + 1] = p1[j] + rest[j]
+                p2[j + 1] = p2[j] + rest[j] * rest[j]
+            K = min(r, k_cap)
+            for k in range(1, K + 1):
+                n = Wg + k
+                emin = np.inf
+                for a in range(r - k + 1):
+                    t1 = s1g + (p1[a + k] - p1[a])
+                    v = s2g + (p2[a + k] - p2[a]) - t1 * t1 / (k0 + n)
+                    if v < emin:
+                        emin = v
+                e = max(emin - margin, e, m[n])  # E_g(k) is non-decreasing in k and >= m[n]
+                c = (L0[n] + (a0 + 0.5 * n) * np.log1p(e / (2.0 * b0))) / n
+                if c < best:
+                    best = c
+        # Larger leaves: E >= max(e, m[n]); exactly per size for 256 sizes, then per block
+        # [n1, n2] (n2 about 1.05 n1) with L0(n)/n >= L0(n2)/n2 and a_n/n >= 1/2 + a0/n2.
+        n1 = Wg + K + 1
+        while n1 <= N:
+            if n1 <= Wg + K + 256:
+                n2 = n1
+            else:
+                n2 = min(N, n1 + n1 // 20)
+            ee = max(e, m[n1])
+            c = L0[n2] / n2 + (0.5 + a0 / n2) * np.log1p(ee / (2.0 * b0))
+            if c < best:
+                best = c
+            n1 = n2 + 1
+        out[g] = best * Wg
+    return out
+
+
+def leaf_share_terms(
+    y: ArrayLike,
+    sample_weight: ArrayLike | None,
+    groups: ArrayLike,
+    prior: NIGPrior,
+    *,
+    work_budget: int = 100_000_000,
+) -> NDArray[np.float64]:
+    """Per-sample terms ``t_i`` with ``sum_{i in S} t_i <= sum_L NLL(L)`` for every cut of a node's
+    samples ``S`` into leaves: a lower bound, summed over the node like its other statistics.
+
+    ``NLL(L) = -log p(y_L)`` is the normal-inverse-gamma leaf cost (:meth:`NIGPrior.log_marginal`).
+    The search's split bound of a node ``(S, d)`` becomes
+    ``-log p_split(d) + [prior terms] + max(B[N], L0[N] + Q(S), sum_{i in S} t_i)`` (the other two
+    from :func:`nig_bound_tables`, whose proof covers everything but the new term).
+
+    **The bound (a dual solution of the partition problem).**  Let ``g`` run over the groups of
+    identical feature rows; a leaf is a union of whole groups.  Put, for each group of weight
+    ``W_g``,
+
+        t_g = W_g * min over leaves L ⊇ g of NLL(L) / n_L,
+
+    and give each sample of ``g`` the share ``w_i t_g / W_g``.  For any cut of ``S`` into leaves,
+    ``sum_L NLL(L) = sum_L sum_{g in L} W_g NLL(L) / n_L >= sum_L sum_{g in L} t_g = sum_{i in S} t_i``
+    (each group lies in exactly one leaf, and ``NLL(L) / n_L >= t_g / W_g`` for the leaf that holds
+    it; signs do not matter, densities can make costs negative).  Unlike ``B``, which charges every
+    leaf the tightest targets of the whole data set again and again, each sample here pays for its
+    own best leaf once, so the bound follows the node's own targets.
+
+    **Computing a lower bound on t_g.**  By the identity (1) of :func:`nig_bound_tables`,
+    ``NLL(L) = L0(n) + (a0 + n/2) log(1 + E(L) / (2 b0))`` with
+    ``E(L) = sum_L w (y - mu0)**2 - (sum_L w (y - mu0))**2 / (kappa0 + n)``: the sum of squares of
+    ``L`` together with a pseudo-sample of weight ``kappa0`` at ``mu0``.  Relax ``L`` to any multiset
+    of unit copies of the training targets (an integer weight ``w`` is ``w`` copies) holding all of
+    ``g``: ``L = g ∪ W``, ``W`` a set of ``k`` copies of the targets outside ``g``.  Then
+
+    * *windows*: for fixed ``k``, a minimising ``W`` is a run of ``k`` consecutive values of the sorted
+      copies outside ``g``.  Replacing a member ``u`` of ``W`` by a value ``v`` outside ``L`` changes
+      the sum of squares about the combined mean by ``(M / (M + 1)) (v - u) (v + u - 2 m_u)``,
+      ``M``, ``m_u`` the weight and mean of the rest (``SS(R ∪ {x}) = SS(R) + M/(M+1) (x - m_R)**2``).
+      If ``v`` lay strictly between two members ``u1 < u2`` of ``W`` and neither replacement
+      helped, then ``v + u1 > 2 m_{u1}`` and ``v + u2 < 2 m_{u2}`` with ``m_u = (T - u) / M`` (``T`` the
+      total), whence ``u2 - u1 < -2 (u2 - u1) / M``, impossible.  So some optimal ``W`` is a window;
+      ``g`` and the pseudo-sample stay fixed (they are why the window need not contain ``g``'s values);
+    * *monotone*: ``E`` only grows when copies are added, so ``E_g(k) := min E`` is non-decreasing
+      in ``k``, and ``E(L) >= SS(L) >= m(n)``, the bound on any ``n`` copies of
+      :func:`_min_window_ss`;
+    * so ``NLL(L) / n >= c_g(n) := (L0(n) + (a0 + n/2) log(1 + e_n / (2 b0))) / n`` for every leaf of
+      weight ``n`` holding ``g``, with ``e_n`` the running maximum of the window minima (less a
+      rounding margin) and ``m(n)``; windows are searched for ``k <= k_cap`` (chosen so that the
+      work is about ``work_budget``) and ``e_n = max(e_{W_g + k_cap}, m(n))`` beyond;
+    * beyond 256 exact sizes, sizes are taken in blocks ``[n1, n2]``, using that ``L0(n)/n``
+      does not increase (``L0(n) = sum_{k<n} c_k`` with ``c_k`` decreasing, Step 1 of
+      :func:`nig_bound_tables`) and ``(a0 + n/2)/n >= 1/2 + a0/n2``.
+
+    ``t_g = W_g min_n c_g(n)`` and the shares are lowered by ``1e-9 (|t| + w)`` against rounding.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+    sample_weight : array-like of int, shape (n_samples,), or None
+    groups : array-like of int, shape (n_samples,)
+        ``groups[i]`` numbers the distinct feature rows.
+    prior : NIGPrior
+    work_budget : int, default=100_000_000
+        About how many window sums to evaluate (``O(groups * copies * k_cap)``).
+
+    Returns
+    -------
+    ndarray of float64, shape (n_samples,)
+        ``t_i`` (already multiplied by the sample's weight).
+    """
+    y_arr = np.asarray(y, dtype=np.float64).reshape(-1)
+    w = np.ones(y_arr.shape[0], dtype=np.int64) if sample_weight is None else np.asarray(sample_weight, dtype=np.int64)
+    g = np.asarray(groups, dtype=np.int64).reshape(-1)
+    total = int(w.sum())
+    G = int(g.max()) + 1 if g.size else 0
+    zc = y_arr - prior.mean
+    wf = w.astype(np.float64)
+    g_w = np.bincount(g, weights=wf, minlength=G)
+    g_s1 = np.bincount(g, weights=wf * zc, minlength=G)
+    g_s2 = np.bincount(g, weights=wf * zc * zc, minlength=G)
+    L0 = np.asarray(prior.perfect_cost(np.arange(total + 1, dtype=np.float64)), dtype=np.float64)
+    m = _ss_floor(y_arr, w, total)
+    k_cap = -1
+    if total <= 4_000_000 and G * total <= work_budget:
+        k_cap = int(min(total, work_budget // max(1, G * total)))
+    order = np.argsort(zc, kind="stable")
+    z = np.repeat(zc[order], w[order]) if k_cap > 0 else np.zeros(1)
+    copy_group = np.repeat(g[order], w[order]) if k_cap > 0 else np.zeros(1, np.int64)
+    eps = np.finfo(np.float64).eps
+    margin = 4.0 * (total + 2) * eps * (float(np.dot(wf, zc * zc)) + float(np.abs(zc).max()) * float(np.dot(wf, np.abs(zc))))
+    t_g = _leaf_shares(z, copy_group, g_w, g_s1, g_s2, L0, m, prior.shape, prior.scale, prior.kappa, k_cap, margin)
+    t_g = t_g - 1e-9 * (np.abs(t_g) + g_w)
+    return t_g[g] * wf / g_w[g]
+
+
+def _ss_floor(y: NDArray[np.float64], w: NDArray[np.int64], total: int, window_budget: int = 20_000_000) -> NDArray[np.float64]:
+    """``m[n]`` for ``n = 0 .. total``: :func:`_min_window_ss` up to its work budget, held constant beyond."""
+    k_max = int(min(total, max(2, window_budget // max(total, 1))))
+    m_small = _min_window_ss(y, w, k_max)
+    m = np.empty(total + 1, dtype=np.float64)
+    m[: k_max + 1] = m_small
+    m[k_max + 1 :] = m_small[-1]
+    return m

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 from typing import Any, Callable
@@ -10,11 +11,11 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ..base import TreeEstimator, constraints
+from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..bayes import (
     DEFAULT_PRIOR_KAPPA,
     DEFAULT_PRIOR_SHAPE,
-    NIGPrior,
+    TargetScaling,
     log_posterior,
     log_posterior_regression,
     validate_rho,
@@ -30,13 +31,27 @@ from ..data import (
 )
 from ..tree import Tree
 from .history import HISTORY_DTYPE
-from .incumbents import cart_candidates, cart_regression_candidates, tree_splits
+from .incumbents import (
+    CART_DEPTHS,
+    Candidates,
+    SplitFn,
+    cart_candidates,
+    cart_regression_candidates,
+    tree_splits,
+)
 from .search import AndOrSearch, RegressionSearch, SearchResult
 
 __all__ = ["MAPTreeClassifier", "MAPTreeRegressor"]
 
 #: Expansions tried before the initial trees are added (see ``initial_trees``).
 PROBE_EXPANSIONS = 32
+#: Share of ``time_limit`` that seeding (user trees, fitting and seeding CART candidates) may use;
+#: the search gets the rest.
+SEED_SHARE = 0.5
+#: A CART candidate is fitted only if this many times the previous fit's time still fits before the
+#: end of the seeding share (the next candidate is as deep or one level deeper: on 50,000 x 160
+#: binary features depth d + 1 took 1.2-1.6 times depth d).
+CART_GROWTH = 2.0
 #: Values of the ``strategy`` parameter (see MAPTreeClassifier).
 STRATEGIES = ("focused", "best-first")
 #: Largest total weight of MAPTreeRegressor (two float tables of that length).
@@ -104,36 +119,80 @@ class _MAPTreeBase(TreeEstimator):
             names = ["(constant)"]
         return Xb, names
 
-    def _run_search(self, search: AndOrSearch, n_features: int, cart: Callable[[], list]) -> SearchResult:
-        """Seed the user's trees, probe, seed the CART candidates ``cart()`` if needed, search."""
+    def _run_search(
+        self, search: AndOrSearch, n_features: int, cart: Callable[[], Candidates], clock: FitClock,
+        score: Callable[[SplitFn], tuple[Tree, float]],
+    ) -> SearchResult:
+        """Seed the user's trees, probe, seed the CART candidates ``cart()`` if needed, search.
+
+        Every stage watches the fit's ``clock`` and the memory limit.  Seeding
+        (user trees and CART candidates, cheapest first) may use the first
+        ``SEED_SHARE`` of ``time_limit``; the search gets the rest.  A
+        candidate that a limit kept out of the graph is scored as it is
+        (``score``), and the best of them is kept in ``self._fallback`` so the
+        answer is never worse than any candidate (see :meth:`_store`).
+        """
         callback = self._progress if self.verbose else None
         t_start = self._clock()
         memory_limit = None if self.memory_limit is None else int(self.memory_limit * 2**20)
+        seed_end = clock.share_end(SEED_SHARE)
+        self._fallback: tuple[float, Tree] | None = None
+        for splits in self._user_trees(n_features):
+            complete = search.seed(splits, max_expansions=self.max_expansions, memory_limit=memory_limit,
+                                   deadline=seed_end)
+            if not complete:
+                self._keep_fallback(score(splits))
         # Easy problems are certified within a few expansions: only pay for the
         # candidate trees (a dozen CART fits) when a short probe did not finish.
-        for splits in self._user_trees(n_features):
-            search.seed(splits, max_expansions=self.max_expansions, memory_limit=memory_limit)
         probe = PROBE_EXPANSIONS if self.max_expansions is None else min(PROBE_EXPANSIONS, self.max_expansions)
         focus = self.strategy == "focused"
         result = search.run(
-            max_expansions=probe, time_limit=self.time_limit, memory_limit=memory_limit, focus=focus
+            max_expansions=probe, time_limit=clock.remaining(), memory_limit=memory_limit, focus=focus
         )
-        if not result.optimal and result.stop_reason == "max_expansions":
+        if not result.optimal:
             if isinstance(self.initial_trees, str):
-                for splits in cart():
-                    search.seed(splits, max_expansions=self.max_expansions, memory_limit=memory_limit)
-            time_limit = self.time_limit
-            if time_limit is not None:
-                time_limit = max(0.0, time_limit - (self._clock() - t_start))
+                self._seed_cart(search, cart(), memory_limit, seed_end, score)
             result = search.run(
                 max_expansions=self.max_expansions,
-                time_limit=time_limit,
+                time_limit=clock.remaining(),
                 memory_limit=memory_limit,
                 callback=callback,
                 focus=focus,
             )
         self.search_time_ = self._clock() - t_start
         return result
+
+    def _seed_cart(
+        self, search: AndOrSearch, candidates: Candidates, memory_limit: int | None,
+        seed_end: float | None, score: Callable[[SplitFn], tuple[Tree, float]],
+    ) -> None:
+        """Fit and seed the CART candidates, cheapest first, until ``seed_end``.
+
+        The depth-2 candidates (the first of :data:`CART_DEPTHS`) are always
+        fitted and, when a limit keeps them out of the graph, scored as they
+        are, so even ``max_expansions=1`` or a tiny ``time_limit`` returns a
+        tree at least as good as them.  A deeper candidate is fitted only when
+        it is expected (``CART_GROWTH`` times the previous fit) to be done by
+        ``seed_end``, and scored only before then.
+        """
+        last = 0.0
+        for depth, fit in candidates:
+            always = depth == CART_DEPTHS[0]
+            t = self._clock()
+            if not always and seed_end is not None and t + CART_GROWTH * last >= seed_end:
+                break
+            splits = fit()
+            last = self._clock() - t
+            complete = search.seed(splits, max_expansions=self.max_expansions, memory_limit=memory_limit,
+                                   deadline=seed_end)
+            if not complete and (always or seed_end is None or self._clock() < seed_end):
+                self._keep_fallback(score(splits))
+
+    def _keep_fallback(self, scored: tuple[Tree, float]) -> None:
+        """Keep ``(search tree, log posterior)`` of a candidate if it is the best so far."""
+        tree, lp = scored
+        if self._fallback is None or lp > self._fallback[0]:
+            self._fallback = (lp, tree)
 
     def _progress(self, s: AndOrSearch) -> None:
         print(
@@ -144,14 +203,42 @@ class _MAPTreeBase(TreeEstimator):
         )
 
     def _store(
-        self, search: AndOrSearch, result: SearchResult, t_start: float, search_names,
-        log_post: Callable[[Tree], float], **solution_kw,
+        self, search: AndOrSearch, result: SearchResult, clock: FitClock, search_names,
+        log_post: Callable[[Tree], float], log_shift: float = 0.0, **solution_kw,
     ) -> None:
-        """Set the fitted attributes from a finished search."""
+        """Set the fitted attributes from a finished search.
+
+        ``tree_`` is the search's incumbent, or the best candidate tree that a
+        limit kept out of the graph (``self._fallback``, see
+        :meth:`_run_search`) when that one is more probable.
+
+        ``log_shift`` is added to every log posterior the search reports (its bound, its history)
+        and to ``log_post``'s value: MAPTreeRegressor searches standardised targets, whose log
+        densities differ from those of ``y`` by that constant (see :class:`TargetScaling`).
+
+        Raises
+        ------
+        FloatingPointError
+            When the log posterior of the returned tree is not finite, or the search certified a
+            non-finite bound: no such answer is ever reported (the inputs are checked before the
+            search so that this cannot happen; it would be a bug).
+        """
         self.search_tree_ = search.solution(feature_names=search_names, **solution_kw)
+        log_posterior = float(log_post(self.search_tree_))
+        fallback = getattr(self, "_fallback", None)
+        if fallback is not None and fallback[0] > log_posterior:
+            log_posterior, self.search_tree_ = fallback
+            self.search_tree_.feature_names = search_names
+        self._fallback = None
         self.tree_ = self._raw_tree(self.search_tree_)
-        self.log_posterior_ = float(log_post(self.search_tree_))
-        self.log_posterior_bound_ = float(-result.lower_bound)
+        self.log_posterior_ = log_posterior + log_shift
+        self.log_posterior_bound_ = float(-result.lower_bound) + log_shift
+        if not math.isfinite(self.log_posterior_) or (result.optimal and not math.isfinite(self.log_posterior_bound_)):
+            raise FloatingPointError(
+                f"{type(self).__name__}: the search ended with a non-finite log posterior "
+                f"({self.log_posterior_!r}, bound {self.log_posterior_bound_!r}); no certificate is "
+                "reported for it. Please report this with your data."
+            )
         self.optimal_ = bool(result.optimal)
         self.gap_ = 0.0 if self.optimal_ else max(0.0, self.log_posterior_bound_ - self.log_posterior_)
         self.n_expansions_ = result.n_expansions
@@ -162,11 +249,13 @@ class _MAPTreeBase(TreeEstimator):
         # The search's last row holds the root's bounds; the tree's own log posterior is the same
         # up to rounding (or better, see AndOrSearch.solution), and is what log_posterior_ reports.
         self.history_ = result.history.copy()
+        self.history_["log_posterior"] += log_shift
+        self.history_["log_posterior_bound"] += log_shift
         self.history_[-1]["log_posterior"] = self.log_posterior_
         self.history_[-1]["log_posterior_bound"] = self.log_posterior_bound_
         if self.verbose:
             self._progress(search)
-        self.fit_time_ = self._clock() - t_start
+        self.fit_time_ = clock.elapsed()
         reason = "completed" if self.optimal_ else result.stop_reason
         self._set_stop(
             reason,
@@ -237,9 +326,12 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         orders of magnitude, and is what DL8.5, STreeD and GOSDT users know.
     max_expansions : int or None, default=None
         Stop after this many node expansions.
-    time_limit : float or None, default=None
-        Stop after this many seconds of search (checked between small chunks of
-        expansions, so it is honoured to within a few percent).
+    time_limit : float or None, default=60
+        Seconds of wall clock for the whole ``fit``: reading and binarising
+        ``X``, fitting and seeding the CART candidates (at most half of it),
+        the search (checked between small chunks of expansions) and reading
+        the tree off the graph.  None means no limit: a fit may then run for
+        hours on large data.
     memory_limit : float or None, default=None
         Cap, in MiB, on the memory of the search graph; the search stops
         instead of growing past it.
@@ -368,7 +460,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         rho=2.5,
         max_depth: int | None = None,
         max_expansions: int | None = None,
-        time_limit: float | None = None,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
         memory_limit: float | None = None,
         initial_trees="cart",
         strategy: str = "focused",
@@ -419,7 +511,7 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         y_enc, classes = check_classification_targets_encoded(
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
-        t_start = self._start_clock()
+        clock = self._start_clock()
         rho = validate_rho(self.rho, len(classes))
         weights, X, y_enc = self._drop_zero_weights(sample_weight, X, y_enc)
         Xb, search_names = self._search_features(X, y_enc, weights)
@@ -428,14 +520,16 @@ class MAPTreeClassifier(ClassifierMixin, _MAPTreeBase):
         search = AndOrSearch(
             Xb, y_enc, len(classes), self.alpha, self.beta, rho, sample_weight=weights, max_depth=self.max_depth
         )
-        result = self._run_search(search, Xb.shape[1], lambda: cart_candidates(Xb, y_enc))
-        self._store(
-            search, result, t_start, search_names,
-            lambda tree: log_posterior(
-                tree, Xb, y_enc, alpha=self.alpha, beta=self.beta, rho=rho, sample_weight=weights
-            ),
-            classes=self.classes_,
-        )
+
+        def log_post(tree: Tree) -> float:
+            return log_posterior(tree, Xb, y_enc, alpha=self.alpha, beta=self.beta, rho=rho, sample_weight=weights)
+
+        def score(splits: SplitFn) -> tuple[Tree, float]:
+            tree = search.candidate_tree(splits, classes=classes)
+            return tree, log_post(tree)
+
+        result = self._run_search(search, Xb.shape[1], lambda: cart_candidates(Xb, y_enc), clock, score)
+        self._store(search, result, clock, search_names, log_post, classes=self.classes_)
         return self
 
     def predict_proba(self, X, method: str = "map") -> np.ndarray:
@@ -504,10 +598,30 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         Scale of that inverse-gamma prior, in units of ``y`` squared; None:
         ``var(y) * Q^{-1}(prior_shape, 0.9)``, which puts prior probability 0.9
         on a noise variance below ``var(y)`` (BART's calibration, Chipman,
-        George & McCulloch 2010); ``var(y) = 1`` for a constant ``y``.
+        George & McCulloch 2010); ``var(y) = mean(y)**2`` (1 if ``y`` is 0)
+        for a constant ``y``.
         With the data-derived defaults of ``prior_mean`` and ``prior_scale``
         the fitted tree does not change when ``y`` is replaced by ``c * y + s``
-        (the log posterior of every tree shifts by ``-n log|c|``).
+        (the log posterior of every tree shifts by ``-n log|c|``); with
+        given values, the same holds when ``prior_mean`` becomes
+        ``c * prior_mean + s`` and ``prior_scale`` becomes ``c**2 * prior_scale``
+        (``kappa`` and ``shape`` are dimensionless).
+
+        **Numerics.**  ``prior_mean`` and ``prior_scale`` are in the units of
+        ``y``, but the search never computes in them: it works on the
+        standardised targets ``z = (y - c) / u`` (``c``, ``u`` the weighted
+        mean and standard deviation of ``y``, computed without overflow; see
+        :class:`arboretum.bayes.TargetScaling`) with the prior moved along,
+        which gives the same ranking of all trees, and reports
+        ``log_posterior_``, ``log_posterior_bound_`` and ``history_`` in the
+        units of ``y`` (those of ``z`` minus ``N log u``, ``N`` the total
+        weight).  So any finite ``y`` works, from about ``1e-300`` to
+        ``1e300`` (the tree found for ``y * 2**k`` is the same as for ``y``, bit
+        for bit).  Refused with a ``ValueError``: non-finite ``y``, and a given
+        ``prior_mean`` or ``prior_scale`` so far from the scale of ``y`` that
+        the leaf likelihoods overflow.  Targets equal up to a relative
+        ``4 n eps`` count as constant.  A certificate (``optimal_``) always
+        comes with finite values.
     max_depth : int or None, default=None
         Only trees of at most this many levels of splits: the answer is the
         MAP tree among them (a node at that depth is a leaf, with the prior
@@ -516,10 +630,12 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         orders of magnitude, and is what DL8.5, STreeD and GOSDT users know.
     max_expansions : int or None, default=None
         Stop after this many node expansions.
-    time_limit : float or None, default=None
-        Stop after this many seconds of search.  Real-valued targets rarely
-        certify on more than a few dozen samples (the bound cannot see how the
-        features will separate the targets), so set a limit for real data.
+    time_limit : float or None, default=60
+        Seconds of wall clock for the whole ``fit``, as in
+        :class:`MAPTreeClassifier`; None means no limit.  Real-valued targets
+        rarely certify on more than a few dozen samples (the bound cannot see
+        how the features will separate the targets), so the limit usually
+        ends the fit.
     memory_limit : float or None, default=None
         Cap, in MiB, on the memory of the search graph.  A limit never raises
         (see :class:`MAPTreeClassifier`).
@@ -551,12 +667,16 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
     search_tree_ : arboretum.Tree
         The tree on the binary search features (node ids as in ``tree_``).
     binarizer_ : Binarizer or None
-    prior_ : arboretum.bayes.NIGPrior
-        The leaf prior used, with the data-derived defaults filled in.
+    prior_ : arboretum.bayes.NIGPrior or None
+        The leaf prior used, in the units of ``y``, with the data-derived
+        defaults filled in; None when its ``scale`` (units of ``y`` squared)
+        is beyond float64 (``|y|`` above about ``1e154`` or below
+        ``1e-154``; the search itself is unaffected, see ``prior_scale``).
     log_posterior_ : float
         ``log p(tree_, y | X)``, the unnormalised log posterior (a log
         *density* in ``y``: it depends on the units of ``y`` and can be
-        positive), recomputed from the tree.
+        positive; replacing ``y`` by ``c * y`` subtracts ``N log|c|``),
+        recomputed from the tree.  Always finite.
     log_posterior_bound_ : float
         No tree has a higher log posterior than this.
     optimal_ : bool
@@ -606,7 +726,7 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         prior_scale: float | None = None,
         max_depth: int | None = None,
         max_expansions: int | None = None,
-        time_limit: float | None = None,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
         memory_limit: float | None = None,
         initial_trees="cart",
         strategy: str = "focused",
@@ -663,28 +783,52 @@ class MAPTreeRegressor(RegressorMixin, _MAPTreeBase):
         """
         self._validate_params()
         y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
-        t_start = self._start_clock()
+        clock = self._start_clock()
         weights, X, y = self._drop_zero_weights(sample_weight, X, y)
         if weights is not None and weights.sum() > MAX_REGRESSION_WEIGHT:
             raise ValueError(
                 f"the weights sum to {weights.sum()}; MAPTreeRegressor supports at most "
                 f"{MAX_REGRESSION_WEIGHT} (its bound tables are indexed by the total weight)"
             )
-        prior = NIGPrior.from_data(
-            y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape,
-            scale=self.prior_scale,
+        # The search works on standardised targets z = (y - c) / u (TargetScaling): its sums and
+        # likelihoods are then of order n at any scale of y, and every log density in y is the
+        # one in z minus N log u, the same constant for every tree (see TargetScaling).
+        scaling = TargetScaling.fit(y, weights)
+        z = scaling.transform(y)
+        prior = scaling.search_prior(
+            y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape, scale=self.prior_scale
         )
-        Xb, search_names = self._search_features(X, y, weights)
-        self.prior_ = prior
+        Xb, search_names = self._search_features(X, z, weights)  # z: the ensemble's cuts at any scale
+        self.prior_ = scaling.data_prior(
+            y, weights, mean=self.prior_mean, kappa=self.prior_kappa, shape=self.prior_shape, scale=self.prior_scale
+        )
         search = RegressionSearch(
-            Xb, y, self.alpha, self.beta, prior, sample_weight=weights, max_depth=self.max_depth
+            Xb, z, self.alpha, self.beta, prior, sample_weight=weights, max_depth=self.max_depth
         )
-        result = self._run_search(search, Xb.shape[1], lambda: cart_regression_candidates(Xb, y, weights))
+
+        # Leaf values: the posterior mean of mu, moved back to data units; it lies between the
+        # smallest and largest of the targets and the prior mean (clipped to them against rounding).
+        mean_y = float(scaling.inverse(prior.mean))
+        lo, hi = min(float(y.min()), mean_y), max(float(y.max()), mean_y)
+
+        def value_fn(stats: np.ndarray) -> np.ndarray:
+            return np.clip(scaling.inverse(prior.mean + stats[1] / (prior.kappa + stats[0])), lo, hi)
+
+        def log_post(tree: Tree) -> float:  # in the units of z (see log_shift below)
+            return log_posterior_regression(
+                tree, Xb, z, alpha=self.alpha, beta=self.beta, prior=prior, sample_weight=weights
+            )
+
+        def score(splits: SplitFn) -> tuple[Tree, float]:
+            tree = search.candidate_tree(splits, value_fn=value_fn)
+            return tree, log_post(tree)
+
+        result = self._run_search(
+            search, Xb.shape[1], lambda: cart_regression_candidates(Xb, z, weights), clock, score
+        )
+        total = float(len(y) if weights is None else weights.sum())
         self._store(
-            search, result, t_start, search_names,
-            lambda tree: log_posterior_regression(
-                tree, Xb, y, alpha=self.alpha, beta=self.beta, prior=prior, sample_weight=weights
-            ),
+            search, result, clock, search_names, log_post, log_shift=-total * scaling.log_unit, value_fn=value_fn
         )
         return self
 

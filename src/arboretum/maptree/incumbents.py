@@ -9,48 +9,68 @@ certificate is unaffected.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 from sklearn.tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 
 from ..tree import BINARY, Tree, TreeBuilder
 
-__all__ = ["cart_candidates", "cart_regression_candidates", "sklearn_tree", "tree_splits"]
+__all__ = [
+    "Candidates", "SplitFn", "cart_candidates", "cart_regression_candidates", "sklearn_tree", "tree_splits",
+]
 
 SplitFn = Callable[[tuple], int]
+#: What the CART candidate generators yield: ``(depth, fit)``, ``fit()`` returning a split function.
+Candidates = Iterator[tuple[int | None, Callable[[], SplitFn]]]
 
 #: Depths of the CART candidates (None: grown until pure).
 CART_DEPTHS = (2, 3, 4, 5, 6, None)
 
 
-def cart_candidates(X: np.ndarray, y: np.ndarray) -> list[SplitFn]:
-    """CART trees (Gini and entropy, depths 2-6 and unlimited) on binary ``X``."""
-    out = []
-    for depth in CART_DEPTHS:
-        for criterion in ("gini", "entropy"):
-            est = DecisionTreeClassifier(max_depth=depth, criterion=criterion, random_state=0)
-            out.append(tree_splits(sklearn_tree(est.fit(X, y), X.shape[1]), X.shape[1]))
-    return out
+def cart_candidates(
+    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+) -> Candidates:
+    """CART trees (Gini and entropy, depths 2-6 and unlimited) on binary ``X``, cheapest first.
+
+    A generator of ``(depth, fit)``, shallowest first (depth 2 Gini, depth 2
+    entropy, depth 3 Gini, ...): ``fit()`` fits the tree and returns its
+    split function, so a caller under a time limit fits only those that fit
+    in its budget.
+    """
+    yield from _cart_trees(DecisionTreeClassifier, ("gini", "entropy"), X, y, sample_weight)
 
 
 def cart_regression_candidates(
     X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
-) -> list[SplitFn]:
+) -> Candidates:
     """CART regression trees (squared and absolute error, depths 2-6 and unlimited) on binary ``X``.
 
-    ``sample_weight`` (integer replication weights) is passed to CART, which
-    then grows the same trees as on the replicated rows.
+    A generator, cheapest first, as :func:`cart_candidates`.  ``sample_weight``
+    (integer replication weights) is passed to CART, which then grows the
+    same trees as on the replicated rows.  Absolute error is left out above
+    5,000 samples (CART's absolute error is quadratic in the number of samples).
     """
-    out = []
+    criteria = ("squared_error",) if X.shape[0] > 5000 else ("squared_error", "absolute_error")
+    yield from _cart_trees(DecisionTreeRegressor, criteria, X, y, sample_weight)
+
+
+def _cart_trees(
+    cls: type[BaseDecisionTree], criteria: tuple[str, ...], X: np.ndarray, y: np.ndarray,
+    sample_weight: np.ndarray | None,
+) -> Candidates:
+    """``(depth, fit)`` of ``cls`` trees of every depth of :data:`CART_DEPTHS` and criterion, in that
+    order: ``fit()`` fits the tree and returns its split function."""
+    Xf = np.asarray(X, dtype=np.float32)  # converted once, not by every fit
+
+    def fit(depth: int | None, criterion: str) -> SplitFn:
+        est = cls(max_depth=depth, criterion=criterion, random_state=0)
+        est.fit(Xf, y, sample_weight=sample_weight)
+        return tree_splits(sklearn_tree(est, X.shape[1]), X.shape[1])
+
     for depth in CART_DEPTHS:
-        for criterion in ("squared_error", "absolute_error"):
-            if criterion == "absolute_error" and X.shape[0] > 5000:
-                continue  # CART's absolute error is quadratic in the number of samples
-            est = DecisionTreeRegressor(max_depth=depth, criterion=criterion, random_state=0)
-            est.fit(X, y, sample_weight=sample_weight)
-            out.append(tree_splits(sklearn_tree(est, X.shape[1]), X.shape[1]))
-    return out
+        for criterion in criteria:
+            yield depth, lambda depth=depth, criterion=criterion: fit(depth, criterion)
 
 
 def tree_splits(tree: Tree, n_features: int) -> SplitFn:

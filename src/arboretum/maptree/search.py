@@ -27,7 +27,7 @@ from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
 from . import _kernels as K
-from .bounds import group_spread_terms, nig_bound_tables
+from .bounds import group_spread_terms, leaf_share_terms, nig_bound_tables
 from .history import HISTORY_DTYPE, SearchHistory
 
 __all__ = ["AndOrSearch", "RegressionSearch", "SearchResult"]
@@ -51,6 +51,9 @@ CHUNK_MIN = 16
 CHUNK_SECONDS_MAX = 0.2
 #: ``Tables.max_depth`` without a depth limit (deeper than any tree of 2**30 samples).
 NO_DEPTH_LIMIT = 2**30
+#: Whether RegressionSearch uses the leaf-share bound (:func:`~arboretum.maptree.bounds.leaf_share_terms`);
+#: private, for the before/after benchmark (benchmarks/maptree_regression.py) only.
+_LEAF_SHARES = True
 
 _OR_FIELDS = (
     # name, dtype, extra shape
@@ -219,16 +222,29 @@ class AndOrSearch:
             w = np.asarray(sample_weight, dtype=np.int64)
         self.root_words = pack_rows_mask(np.ones(n, dtype=bool))
         # Duplicate feature rows: subsets inside one group of identical rows have no valid split.
-        _, self.row_group, group_sizes = np.unique(
-            X, axis=0, return_inverse=True, return_counts=True
-        )
+        # One bytes string per row (packbits is big-endian, so the groups are numbered in the
+        # lexicographic order of the rows, as np.unique(X, axis=0) numbers them, at a fraction of
+        # its cost on large X: 1-d unique of n strings instead of a lexsort of n x F values).
+        packed = np.ascontiguousarray(np.packbits(X, axis=1))
+        rows = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
+        _, self.row_group, group_sizes = np.unique(rows, return_inverse=True, return_counts=True)
         self.row_group = self.row_group.astype(np.int64).ravel()
         self._root_unsplittable = group_sizes.size == 1
-        if group_sizes.size < n:
-            self.group_masks = pack_columns(self.row_group[:, None] == np.arange(group_sizes.size))
-        else:
-            self.group_masks = np.zeros((0, self.M1.shape[1]), dtype=np.uint64)
-        self.data = K.Data(self.M1, self.row_group, self.group_masks)
+        # The kernels need the sample sets of the groups of two or more rows only (a set of two or
+        # more samples with a row of its own has a valid split): dup_group numbers those groups
+        # (-1 for a row of its own), and group_masks holds their sets, O(n) to build and hold.
+        shared = np.flatnonzero(group_sizes > 1)
+        dup_of_group = np.full(group_sizes.size, -1, dtype=np.int64)
+        dup_of_group[shared] = np.arange(shared.size)
+        self.dup_group = dup_of_group[self.row_group]
+        self.group_masks = np.zeros((shared.size, self.M1.shape[1]), dtype=np.uint64)
+        members = np.flatnonzero(self.dup_group >= 0)
+        np.bitwise_or.at(
+            self.group_masks,
+            (self.dup_group[members], members >> 6),
+            np.left_shift(np.uint64(1), (members & 63).astype(np.uint64)),
+        )
+        self.data = K.Data(self.M1, self.dup_group, self.group_masks)
         prior = ChipmanPrior(self.alpha, self.beta)
         depths = np.arange(F + 2)
         self.log_ps = np.asarray(prior.log_p_split(depths), dtype=np.float64)
@@ -528,7 +544,10 @@ class AndOrSearch:
                 last_cb = time.perf_counter()
         elapsed = time.perf_counter() - t0
         ub, lb = self.upper_bound, self.lower_bound
-        optimal = bool(lb >= ub or (math.isfinite(ub) and ub - lb <= 1e-9 * max(1.0, abs(ub))))
+        # A certificate needs finite bounds (-inf >= -inf would certify an overflowed search).
+        optimal = bool(
+            math.isfinite(lb) and math.isfinite(ub) and (lb >= ub or ub - lb <= 1e-9 * max(1.0, abs(ub)))
+        )
         if optimal:
             reason = "optimal"
         return SearchResult(
@@ -579,7 +598,13 @@ class AndOrSearch:
             and 2 * (c[K.C_HT_USED] + 2 * F) <= self.ht_val.shape[0]
         )
 
-    def seed(self, splits, max_expansions: int | None = None, memory_limit: int | None = None) -> int:
+    def seed(
+        self,
+        splits,
+        max_expansions: int | None = None,
+        memory_limit: int | None = None,
+        deadline: float | None = None,
+    ) -> bool:
         """Put a candidate tree into the search graph by expanding the OR nodes along it.
 
         Every node of the candidate and every pruning of it then has its exact
@@ -597,24 +622,33 @@ class AndOrSearch:
             Stop seeding after this many expansions in total.
         memory_limit : int, optional
             Stop seeding rather than grow the graph past this many bytes.
+        deadline : float, optional
+            ``time.perf_counter()`` value at which seeding stops (checked
+            before every expansion, so it is honoured to within one).
 
         Returns
         -------
-        int
-            Number of expansions spent.
+        bool
+            True when the whole candidate was put in; False when a limit
+            stopped seeding first (the nodes expanded until then stay, so the
+            incumbent is at least as good as the best pruning of the part of
+            the candidate put in).
         """
         self.history.start(*self._state())
-        start = self.n_expansions_
+        complete = True
         stack = [(0, self.root_words.copy(), ())]
         while stack:
             o, words, path = stack.pop()
-            if max_expansions is not None and self.n_expansions_ >= max_expansions:
-                break
             f = splits(path)
             if f < 0:
                 continue
             if not self.or_expanded[o]:
-                if not self._has_room() and not self._try_grow(memory_limit):
+                if (
+                    (max_expansions is not None and self.n_expansions_ >= max_expansions)
+                    or (deadline is not None and time.perf_counter() >= deadline)
+                    or (not self._has_room() and not self._try_grow(memory_limit))
+                ):
+                    complete = False
                     break
                 K.expand_node(o, words, self.data, self.model, self.tables, self.graph, self.bufs, self.ub_inf)
                 self.n_expansions_ = int(self.counters[K.C_N_EXP])
@@ -626,7 +660,7 @@ class AndOrSearch:
             stack.append((child1, words & m, path + ((f, 1),)))
             stack.append((child0, words & ~m, path + ((f, 0),)))
         self.history.observe(*self._state())
-        return self.n_expansions_ - start
+        return complete
 
     def _and_for_split(self, o: int, words: np.ndarray, f: int) -> tuple[int, int] | None:
         """The children ``(x_f = 0 side, x_f = 1 side)`` of expanded OR node ``o`` (samples
@@ -681,13 +715,55 @@ class AndOrSearch:
         :class:`RegressionSearch` the weighted number of samples and the
         posterior mean of the leaf mean.
         """
+
+        def split_of(o: int, words: np.ndarray, depth: int, path: tuple) -> tuple[int, int, int] | None:
+            if o < 0:
+                return None
+            if self.or_expanded[o]:
+                a, ub_a = self._best_ub_and(o)
+                if a >= 0 and not (self.or_leaf[o] <= ub_a):
+                    return int(self.and_feature[a]), int(self.and_child0[a]), int(self.and_child1[a])
+            elif self.or_best[o] <= -2 and self.or_ub[o] < self.or_leaf[o]:
+                # A virtual incumbent found by a probe: split on f; each child is its stored
+                # incumbent if the graph has it, else a leaf (see _kernels._probe).
+                f = -2 - int(self.or_best[o])
+                found = []
+                for child_words in (words & ~self.M1[f], words & self.M1[f]):
+                    h1, h2 = (np.uint64(h) for h in K.hash_words128(child_words))
+                    child, _ = K.ht_find(h1, h2, depth + 1, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
+                    found.append(int(child))
+                return f, found[0], found[1]
+            return None
+
+        return self._build_tree(split_of, classes, feature_names, value_fn)
+
+    def candidate_tree(
+        self, splits, classes=None, feature_names=None, value_fn: Callable | None = None
+    ) -> Tree:
+        """The tree of a candidate's split function (as for :meth:`seed`), without the graph.
+
+        Its leaves carry the same data as those of :meth:`solution`; no node
+        is expanded, so it costs one pass over each node's samples.  Used to
+        score a candidate that seeding could not put in whole (a limit
+        stopped it), so that the answer is never worse than the candidate.
+        """
+        return self._build_tree(
+            lambda o, words, depth, path: None if (f := splits(path)) < 0 else (f, -1, -1),
+            classes, feature_names, value_fn,
+        )
+
+    def _build_tree(self, split_of: Callable, classes, feature_names, value_fn: Callable | None) -> Tree:
+        """A tree from the root down: ``split_of(o, words, depth, path)`` gives the split of the node
+        with OR node ``o`` (-1 when not in the graph) and samples ``words`` as ``(feature, OR node
+        of the x_f = 0 side, OR node of the x_f = 1 side)`` (-1: not in the graph), or None for a
+        leaf; ``path`` is the ``(feature, side)`` pairs from the root."""
         b = self._builder(classes, feature_names)
-        # (or node or -1 for a leaf not in the graph, its samples, depth, parent tree node, is_right)
-        stack = [(0, self.root_words, 0, -1, False)]
+        # (or node or -1 for a node not in the graph, its samples, depth, path, parent tree node, is_right)
+        stack = [(0, self.root_words, 0, (), -1, False)]
         pending: dict[int, list] = {}
-        tmp = int(self.counters[K.C_N_OR])  # a free row for the statistics of leaves not in the graph
+        tmp = int(self.counters[K.C_N_OR])  # a free row for the statistics of nodes not in the graph
         while stack:
-            o, words, depth, parent, is_right = stack.pop()
+            o, words, depth, path, parent, is_right = stack.pop()
             if o < 0:
                 K.write_node_stats(self.model, words, self.graph, tmp)
             counts, value = self._node_data(tmp if o < 0 else o, value_fn)
@@ -697,24 +773,14 @@ class AndOrSearch:
                 left, right, feature = pending[parent]
                 if left is not None and right is not None:
                     b.set_split(parent, BINARY, feature, 0.5, left, right)
-            if o < 0:
+            split = split_of(o, words, depth, path)
+            if split is None:
                 continue
-            if self.or_expanded[o]:
-                a, ub_a = self._best_ub_and(o)
-                if a >= 0 and not (self.or_leaf[o] <= ub_a):
-                    f = int(self.and_feature[a])
-                    pending[node] = [None, None, f]
-                    stack.append((int(self.and_child1[a]), words & self.M1[f], depth + 1, node, True))
-                    stack.append((int(self.and_child0[a]), words & ~self.M1[f], depth + 1, node, False))
-            elif self.or_best[o] <= -2 and self.or_ub[o] < self.or_leaf[o]:
-                # A virtual incumbent found by a probe: split on f; each child is its stored
-                # incumbent if the graph has it, else a leaf (see _kernels._probe).
-                f = -2 - int(self.or_best[o])
-                pending[node] = [None, None, f]
-                for side, child_words in ((1, words & self.M1[f]), (0, words & ~self.M1[f])):
-                    h1, h2 = (np.uint64(h) for h in K.hash_words128(child_words))
-                    child, _ = K.ht_find(h1, h2, depth + 1, self.ht_val, self.or_h1, self.or_h2, self.or_depth)
-                    stack.append((int(child), child_words, depth + 1, node, side == 1))
+            f, child0, child1 = split
+            pending[node] = [None, None, f]
+            m = self.M1[f]
+            stack.append((child1, words & m, depth + 1, path + ((f, 1),), node, True))
+            stack.append((child0, words & ~m, depth + 1, path + ((f, 0),), node, False))
         return b.build()
 
     # -- checking --------------------------------------------------------------------------
@@ -755,11 +821,12 @@ class RegressionSearch(AndOrSearch):
 
     The same search, graph, limits and bookkeeping as :class:`AndOrSearch`;
     a node's leaf statistics are the weighted sums ``(n, sum w (y - mu0),
-    sum w (y - mu0)**2, sum w q)`` over its samples (``or_stats``), its leaf
+    sum w (y - mu0)**2, sum w q, sum t)`` over its samples (``or_stats``), its leaf
     cost is ``-log p_leaf - log p(y_L)`` with the closed-form marginal of
     :meth:`arboretum.bayes.NIGPrior.log_marginal`, and its lower bound at
-    creation is ``min(leaf cost, -log p_split(d) + max(B[n], L0[n] + q))`` with
-    the tables and the proof of :func:`arboretum.maptree.bounds.nig_bound_tables`.
+    creation is ``min(leaf cost, -log p_split(d) + [prior terms] + max(B[n], L0[n] + q, t))``
+    with the tables and the proofs of :func:`arboretum.maptree.bounds.nig_bound_tables`
+    and :func:`arboretum.maptree.bounds.leaf_share_terms`.
 
     Parameters
     ----------
@@ -796,16 +863,31 @@ class RegressionSearch(AndOrSearch):
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         self.y = y
         self.prior = NIGPrior.from_data(y, w) if prior is None else prior
-        yc = y - self.prior.mean
-        q = group_spread_terms(y, w, self.row_group, self.prior)
         wf = w.astype(np.float64)
-        self.R = np.ascontiguousarray(np.column_stack([wf, wf * yc, wf * yc * yc, wf * q]))
-        B, L0 = nig_bound_tables(y, w, self.prior)
+        with np.errstate(over="ignore", invalid="ignore"):
+            yc = y - self.prior.mean
+            self.R = np.column_stack([wf, wf * yc, wf * yc * yc])
+            finite = bool(np.all(np.isfinite(self.R)))
+            if finite:
+                q = group_spread_terms(y, w, self.row_group, self.prior)
+                t = (
+                    leaf_share_terms(y, w, self.row_group, self.prior) if _LEAF_SHARES
+                    else np.full(len(y), -np.inf)
+                )
+                self.R = np.ascontiguousarray(np.column_stack([self.R, wf * q, t]))
+                B, L0 = nig_bound_tables(y, w, self.prior)
+                finite = bool(np.all(np.isfinite(self.R[:, :4])) and np.all(np.isfinite(B)) and np.all(np.isfinite(L0)))
+        if not finite:
+            raise ValueError(
+                "the regression targets overflow the search's sums or likelihoods at this scale "
+                f"(max |y - prior mean| = {float(np.abs(yc).max())!r}, prior scale {self.prior.scale!r}); "
+                "standardise y first (MAPTreeRegressor does)"
+            )
         # normal-inverse-gamma leaves (see _kernels)
         self.model = K.NIGModel(
             self.R, B, L0, float(self.prior.shape), float(self.prior.scale), float(self.prior.kappa)
         )
-        self._start(n_counts=0, n_stats=4)
+        self._start(n_counts=0, n_stats=5)
 
     def _builder(self, classes, feature_names) -> TreeBuilder:
         return TreeBuilder(self.n_features, task="regression", feature_names=feature_names)

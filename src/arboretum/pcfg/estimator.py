@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numbers
 import sys
-import time
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -15,7 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._compile import register, tiny_problem
-from ..base import TreeEstimator, constraints, deprecated_attribute
+from ..base import DEFAULT_TIME_LIMIT, TreeEstimator, constraints, deprecated_attribute
 from ..bayes import ChipmanPrior, validate_rho
 from ..binarizer import Binarizer
 from ..data import (
@@ -32,6 +31,13 @@ from .grammar import BoxGrammar, PhiPrior, SampledTrees
 from .store import GrammarLimitReached, GrammarTooLargeError, build_node_store, preflight
 from .trees import TreeFactory
 from . import _kernels as K
+
+#: Share of ``time_limit`` within which the requested grammar must be built; when it is not,
+#: the rest of the time goes to coarser grammars, coarsest first (see ``fit``).
+FIRST_GRAMMAR_SHARE = 0.5
+#: Share of ``time_limit`` by which a coarser grammar must be built: its inside tables and the
+#: fitted summaries take up to about a fifth of that time again.
+BUILD_SHARE = 0.9
 
 __all__ = ["PCFGTreeClassifier"]
 
@@ -108,8 +114,10 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         like can be set and tuned while it is None.
     max_nodes : int, default=5_000_000
         Largest number of grammar nodes (distinct point sets) allowed.
-    time_limit : float or None, default=None
-        Seconds the fit may take.
+    time_limit : float or None, default=60
+        Seconds of wall clock for the whole ``fit`` (binarising ``X``,
+        building the grammar and its tables, and any coarser grammar fitted
+        when a limit stops it); None means no limit.
     memory_limit : float or None, default=4096
         MiB that the node store and the dynamic-programme tables may hold;
         ``None`` for no limit beyond ``max_nodes``.
@@ -241,7 +249,7 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         rho: Any = 1.0,
         binarizer: Binarizer | None = None,
         max_nodes: int = 5_000_000,
-        time_limit: float | None = None,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
         memory_limit: float | None = 4096,
         predict_method: str = "average",
         n_samples: int = 100,
@@ -341,14 +349,13 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         self._validate_params()
         name = type(self).__name__
         y_enc, classes = check_classification_targets_encoded(y, n_samples=_num_samples(X), estimator_name=name)
-        t0 = self._start_clock()
+        clock = self._start_clock()
         rho = self._rho(len(classes))
         prior = self._prior_object()
         binarizer, E = self._fit_binarizer(X, y_enc)
         codes, n_codes = _grammar_codes(binarizer, E)
         chipman = isinstance(prior, ChipmanPrior)
         memory = None if self.memory_limit is None else int(self.memory_limit * 2**20)
-        deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         pre = preflight(codes, len(classes), max_nodes=self.max_nodes, dedupe=not chipman, n_codes=n_codes)
         if pre.refuse:
             raise GrammarTooLargeError(
@@ -358,30 +365,46 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
                 f"approximates; to fit, {self._advice(binarizer)}"
             )
         reason = "completed"
-        while True:
-            try:
-                store, grammar = self._build(codes, n_codes, y_enc, len(classes), rho, prior, binarizer, pre,
-                                             memory, deadline)
-                break
-            except GrammarLimitReached as exc:
-                # A limit never raises: fit the exact posterior of a coarser grid instead, down to a
-                # single leaf (which no limit can stop).
-                if reason == "completed":
-                    reason = exc.reason
-                coarser = binarizer.coarsened() if deadline is None or time.perf_counter() < deadline else None
-                binarizer = coarser if coarser is not None else binarizer._subset([])
-                if coarser is None:
-                    memory = deadline = None
-                if self.verbose:
-                    print(f"[{name}] {exc.reason} reached; fitting a grammar on "
-                          f"{sum(len(g) for g in binarizer.groups_)} thresholds", file=sys.stderr)
-                codes, n_codes = _grammar_codes(binarizer, E)
-                pre = preflight(codes, len(classes), dedupe=not chipman, n_codes=n_codes)
+        try:
+            store, grammar = self._build(codes, n_codes, y_enc, len(classes), rho, prior, binarizer, pre,
+                                         memory, clock.share_end(FIRST_GRAMMAR_SHARE))
+        except GrammarLimitReached as exc:
+            # A limit never raises: fit the exact posterior of the finest coarser grid that fits
+            # instead, down to a single leaf (which no limit can stop).  The coarser grids (every
+            # column's thresholds halved, as often as needed) are tried coarsest first, each
+            # much cheaper than the next finer one, until one hits a limit.
+            reason = exc.reason
+            if self.verbose:
+                print(f"[{name}] {exc.reason} reached; trying coarser grammars", file=sys.stderr)
+            ladder = []
+            coarser = binarizer.coarsened()
+            while coarser is not None:
+                ladder.append(coarser)
+                coarser = coarser.coarsened()
+            fitted = None
+            for candidate in [binarizer._subset([])] + ladder[::-1]:
+                c_codes, c_n_codes = _grammar_codes(candidate, E)
+                c_pre = preflight(c_codes, len(classes), dedupe=not chipman, n_codes=c_n_codes)
+                # The single leaf is always fitted, without limits.
+                limited = fitted is not None
+                try:
+                    built = self._build(c_codes, c_n_codes, y_enc, len(classes), rho, prior, candidate, c_pre,
+                                        memory if limited else None,
+                                        clock.share_end(BUILD_SHARE) if limited else None)
+                except GrammarLimitReached:
+                    break
+                fitted = (candidate, c_codes, c_n_codes, c_pre, built)
+                if clock.expired():
+                    break
+            binarizer, codes, n_codes, pre, (store, grammar) = fitted
+            if self.verbose:
+                print(f"[{name}] fitted a grammar on {sum(len(g) for g in binarizer.groups_)} thresholds",
+                      file=sys.stderr)
         self.binarizer_ = binarizer
         self._fit_data = (codes, n_codes, y_enc)  # what arboretum.save keeps to rebuild the grammar
         self._store_fit(store, grammar, pre, classes, rho, prior, binarizer)
         self.optimal_ = reason == "completed"
-        self.fit_time_ = self._clock() - t0
+        self.fit_time_ = clock.elapsed()
         self._set_stop(
             reason,
             f"fitted the exact posterior of a coarser grammar instead ({sum(len(g) for g in binarizer.groups_)} "

@@ -416,12 +416,12 @@ class BaseTreeSampler(ClassifierMixin, TreeEstimator):
         y_enc, classes = check_classification_targets_encoded(
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
-        t_start = self._start_clock()
+        clock = self._start_clock()
         rho = validate_rho(self.rho, len(classes))
         Xb = self._fit_questions(X, y_enc)
         if Xb.shape[1] == 0:  # every raw column is constant: only the single leaf is possible
             Xb = np.zeros((Xb.shape[0], 1), dtype=np.uint8)
-        deadline = None if self.time_limit is None else t_start + float(self.time_limit)
+        deadline = clock.deadline
         seed = check_random_state(self.random_state).randint(0, 2**32, size=4, dtype=np.uint64)
         rng = np.random.default_rng(seed)
 
@@ -440,7 +440,7 @@ class BaseTreeSampler(ClassifierMixin, TreeEstimator):
         self.tree_ = self._raw_tree(search_tree)
         for name, value in result.extra.items():
             setattr(self, name, value)
-        self.fit_time_ = self._clock() - t_start
+        self.fit_time_ = clock.elapsed()
         self._set_stop(result.stop_reason, self._stop_detail())
         return self
 

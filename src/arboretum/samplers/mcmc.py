@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._compile import register, tiny_problem
+from ..base import DEFAULT_TIME_LIMIT
 from ..data import Check, Interval, Options
 from ..tree import Tree
 from . import _kernels
@@ -101,8 +102,9 @@ class MCMCTreeSampler(BaseTreeSampler):
     init : {"prior", "leaf"} or Tree, default="prior"
         Initial tree: drawn from the prior, the single leaf, or a given tree
         with binary splits on these features.
-    time_limit : float or None, default=None
-        Stop after this many seconds and keep what was sampled so far (the
+    time_limit : float or None, default=60
+        Seconds of wall clock for the whole ``fit`` (None: no limit); when
+        reached, keep what was sampled so far (the
         run ends with ``stop_reason_ = "time_limit"`` and a
         :class:`~arboretum.LimitWarning`, never an error).
     random_state : int, RandomState instance or None, default=None
@@ -168,7 +170,7 @@ class MCMCTreeSampler(BaseTreeSampler):
         thin: int = 1,
         move_probabilities: Any = (0.25, 0.25, 0.25, 0.25),
         init: Any = "prior",
-        time_limit: float | None = None,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
         random_state: Any = None,
         binarize: Any = "auto",
         binarizer: Any = None,

@@ -58,6 +58,7 @@ from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from .._compile import register, tiny_problem
+from ..base import DEFAULT_TIME_LIMIT
 from ..data import Interval, Options
 from . import _kernels
 from ._base import SAMPLER_CONSTRAINTS, BaseTreeSampler, Problem, SampleSet
@@ -119,8 +120,9 @@ class SMCTreeSampler(BaseTreeSampler):
         optimal proposal that also looks at the likelihood of the children.
     resampling : {"systematic", "multinomial"}, default="systematic"
         Resampling scheme.
-    time_limit : float or None, default=None
-        Stop after this many seconds (checked every 256 node expansions).  Pending nodes
+    time_limit : float or None, default=60
+        Seconds of wall clock for the whole ``fit`` (None: no limit; checked
+        every 256 node expansions).  When reached, pending nodes
         then become leaves: the trees are valid but the weights are those of
         the unfinished run and ``log_evidence_estimate_`` is NaN
         (``stop_reason_ = "time_limit"`` and a :class:`~arboretum.LimitWarning`).
@@ -196,7 +198,7 @@ class SMCTreeSampler(BaseTreeSampler):
         ess_threshold: float = 0.5,
         proposal: str = "prior",
         resampling: str = "systematic",
-        time_limit: float | None = None,
+        time_limit: float | None = DEFAULT_TIME_LIMIT,
         random_state: Any = None,
         binarize: Any = "auto",
         binarizer: Any = None,
