@@ -761,6 +761,20 @@ def test_estimator_sample_weight():
             MAPTreeClassifier().fit(X, y, sample_weight=bad)
 
 
+def test_a_certificate_with_a_non_finite_value_is_refused():
+    """The last guard (``_store``): a certified search whose tree scores -inf is a bug, never an answer."""
+    from arboretum.base import FitClock
+
+    X, y = FIXTURES["B"]()
+    s = AndOrSearch(X, y, 2)
+    result = s.run()
+    assert result.optimal
+    clf = MAPTreeClassifier()
+    clf.binarizer_ = None  # as a fit on 0/1 X leaves it
+    with pytest.raises(FloatingPointError, match="non-finite log posterior"):
+        clf._store(s, result, FitClock(None, time.perf_counter()), None, lambda tree: -np.inf)
+
+
 def test_infinite_upper_bound_is_never_certified():
     """Regression: with UB = +inf (paper semantics, or alpha = 1 and beta = 0) a stopped search
     must not report a certificate (inf - LB <= tol * inf is true in floating point)."""

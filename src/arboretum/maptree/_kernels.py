@@ -111,7 +111,9 @@ _DEPTH_SALT = np.uint64(0xA0761D6478BD642F)
 # ``_bounds_from_stats``, ``_sized_bound``, the ``_leaf_nll``/``_node_stats``/``_split_bound``
 # overloads...) are ordinary calls, which LLVM still inlines where it pays.  Measured on the
 # classification path (CPU seconds, cold cache, loaded 2-core machine): compilation 36.3 -> 24.9 s;
-# primary-tumor 3.26 -> 2.83 s and vote 6.81 -> 6.71 s to certify.
+# primary-tumor 3.26 -> 2.83 s and vote 6.81 -> 6.71 s to certify.  Each kernel is called with one
+# set of argument types (``np.int64(...)``, ``np.uint8(...)`` at the call sites where an int32 count
+# or a literal would otherwise make numba compile a second specialisation).
 
 # Named tuples are for the kernels and the functions called once per iteration; the small
 # helpers called per split or per child (``ht_find``, the leaf-model operations, the bounds)
@@ -605,7 +607,10 @@ def new_or_node(node, d, no_split, m, model, tables, graph, ub_inf):
         return
     leaf = -tables.log_pstop[d] + nll
     graph.nodes.or_lb[node] = min(
-        leaf, _split_bound(model, graph.nodes.or_counts, graph.nodes.or_stats, node, d, m, tables.log_ps, tables.E, tables.logv)
+        leaf,
+        _split_bound(
+            model, graph.nodes.or_counts, graph.nodes.or_stats, node, d, np.int64(m), tables.log_ps, tables.E, tables.logv
+        ),
     )
     graph.nodes.or_ub[node] = np.inf if ub_inf else leaf
     graph.links.or_leaf[node] = graph.nodes.or_ub[node]
@@ -1031,7 +1036,7 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
         n1 = n1_buf[j]
         _side_stats(model, words, M1, f, cnt, j, scratch, dups and n1 > 1, or_counts, or_stats, tmp)
         lbs[j, 1], ubs[j, 1] = _bounds_from_stats(
-            model, scratch, n1, dup_group, group_masks, or_counts, or_stats, tmp, d + 1,
+            model, scratch, np.int64(n1), dup_group, group_masks, or_counts, or_stats, tmp, d + 1,
             log_ps, log_pstop, E, logv, ub_inf, max_depth,
         )
         if _sibling_reads_words(model) or (dups and n - n1 > 1):
@@ -1039,7 +1044,7 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
                 scratch[w] = words[w] & ~M1[f, w]
         _sibling_stats(model, scratch, or_counts, or_stats, o, tmp, tmp + 1)
         lbs[j, 0], ubs[j, 0] = _bounds_from_stats(
-            model, scratch, n - n1, dup_group, group_masks, or_counts, or_stats, tmp + 1, d + 1,
+            model, scratch, np.int64(n - n1), dup_group, group_masks, or_counts, or_stats, tmp + 1, d + 1,
             log_ps, log_pstop, E, logv, ub_inf, max_depth,
         )
     cb = lbs[:, 0] + lbs[:, 1]
@@ -1206,7 +1211,7 @@ def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
         return np.inf  # (not reached: unexpanded nodes have a valid split)
     # The node's columns Mc[i] = I ∩ {x_vf[i] = 1} and class/weight planes, on the node's own
     # samples: compacted to ceil(n / 64) words when the pair counts saved pay for the bit copy.
-    Mc, planes = _node_columns(words, n, M1, Y, vf, nv)
+    Mc, planes = _node_columns(words, np.int64(n), M1, Y, vf, np.int64(nv))
     Wc = Mc.shape[1]
     c = np.zeros(K, np.int64)
     for k in range(K):
@@ -1333,22 +1338,23 @@ def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
     return min(leaf, -log_ps[d] + log_int[nv] + best)
 
 
-def _lookahead(model, o, words, scratch, data, tables, nodes):  # pragma: no cover
+def _lookahead(model, o, words, scratch, data, tables, nodes, ub_inf):  # pragma: no cover
     """The probe bound of ``o``: depth-2 (:func:`_probe2`) for classification, depth-1
     (:func:`_probe`) for regression."""
     raise NotImplementedError("compiled by numba only")
 
 
 @overload(_lookahead)
-def _lookahead_impl(model, o, words, scratch, data, tables, nodes):
+def _lookahead_impl(model, o, words, scratch, data, tables, nodes, ub_inf):
     if is_regression_model(model):
 
-        def depth1(model, o, words, scratch, data, tables, nodes):
-            return _probe(o, words, scratch, data, model, tables, nodes, False)[0]  # its LB reads no UB
+        def depth1(model, o, words, scratch, data, tables, nodes, ub_inf):
+            # Its LB reads no UB; ub_inf is passed on so that _probe has one specialisation.
+            return _probe(o, words, scratch, data, model, tables, nodes, ub_inf)[0]
 
         return depth1
 
-    def depth2(model, o, words, scratch, data, tables, nodes):
+    def depth2(model, o, words, scratch, data, tables, nodes, ub_inf):
         return _probe2(o, words, scratch, data, model, tables, nodes, PROBE2_ROWS)
 
     return depth2
@@ -1572,7 +1578,7 @@ def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule,
                 v, vub, vf = _probe(o, words, scratch, data, model, tables, graph.nodes, ub_inf)
             else:
                 or_flags[o] |= _PROBED2
-                v = _lookahead(model, o, words, scratch, data, tables, graph.nodes)
+                v = _lookahead(model, o, words, scratch, data, tables, graph.nodes, ub_inf)
             counters[C_N_PROBE] += 1
             changed = np.uint8(0)
             if vub < or_ub[o]:
@@ -1583,7 +1589,7 @@ def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule,
                 or_lb[o] = v
                 changed |= _LB_UP
             if changed:
-                _propagate(o, graph, bufs, changed)
+                _propagate(o, graph, bufs, np.uint8(changed))
             if (changed & _LB_UP) or or_lb[o] >= or_ub[o]:
                 continue
         expand_node(o, words, data, model, tables, graph, bufs, ub_inf)

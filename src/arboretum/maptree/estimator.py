@@ -219,9 +219,9 @@ class _MAPTreeBase(TreeEstimator):
         Raises
         ------
         FloatingPointError
-            When the log posterior of the returned tree is not finite, or the search certified a
-            non-finite bound: no such answer is ever reported (the inputs are checked before the
-            search so that this cannot happen; it would be a bug).
+            When the search certified a tree whose log posterior or bound is not finite: no such
+            certificate is ever reported (the inputs are checked before the search so that this
+            cannot happen; it would be a bug).
         """
         self.search_tree_ = search.solution(feature_names=search_names, **solution_kw)
         log_posterior = float(log_post(self.search_tree_))
@@ -233,7 +233,9 @@ class _MAPTreeBase(TreeEstimator):
         self.tree_ = self._raw_tree(self.search_tree_)
         self.log_posterior_ = log_posterior + log_shift
         self.log_posterior_bound_ = float(-result.lower_bound) + log_shift
-        if not math.isfinite(self.log_posterior_) or (result.optimal and not math.isfinite(self.log_posterior_bound_)):
+        # A certificate always comes with finite values.  An uncertified -inf is a real answer: under
+        # alpha = 1, beta = 0 every leaf that could split has prior probability 0.
+        if result.optimal and not (math.isfinite(self.log_posterior_) and math.isfinite(self.log_posterior_bound_)):
             raise FloatingPointError(
                 f"{type(self).__name__}: the search ended with a non-finite log posterior "
                 f"({self.log_posterior_!r}, bound {self.log_posterior_bound_!r}); no certificate is "
