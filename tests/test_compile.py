@@ -142,3 +142,11 @@ def test_cli_says_it_is_compiling(monkeypatch, capsys):
     monkeypatch.setattr(_compile, "is_cached", lambda family: True)
     cli._say_if_compiling(arboretum.MAPTreeClassifier)
     assert capsys.readouterr().err == ""
+
+
+def test_cli_compile_command(capsys):
+    assert cli.main(["compile", "maptree-classification"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("maptree-classification: ") and out.rstrip().endswith(" s")
+    with pytest.raises(SystemExit, match="unknown model family 'nope'; one of: maptree-classification"):
+        cli.main(["compile", "nope"])

@@ -472,7 +472,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     ds = sub.add_parser("datasets", help="list the bundled datasets")
     ds.set_defaults(func=_cmd_datasets)
+
+    from ._compile import families
+
+    co = sub.add_parser(
+        "compile",
+        help="compile the numba kernels now (once per machine; fits load them from numba's cache)",
+    )
+    co.add_argument(
+        "family", nargs="*", metavar="FAMILY",
+        help=f"model families to compile (default: all): {', '.join(families())}",
+    )
+    co.set_defaults(func=_cmd_compile)
     return p
+
+
+def _cmd_compile(args) -> int:
+    from ._compile import families, is_cached, warm_up
+
+    unknown = [f for f in args.family if f not in families()]
+    if unknown:
+        raise SystemExit(f"error: unknown model family {', '.join(map(repr, unknown))}; one of: {', '.join(families())}")
+    for family in args.family or families():
+        cached = is_cached(family)
+        seconds = warm_up(family)
+        how = "loaded from numba's cache" if cached else "compiled"
+        print(f"{family}: {how} in {seconds:.2f} s", flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
