@@ -242,7 +242,8 @@ def test_plot_tree_on_given_axes_and_feature_names(maptree_iris):
     fig, axes = plt.subplots(1, 2)
     out = plot_tree(maptree_iris.tree_, ax=axes[1], feature_names=["a", "b", "c", "d"])
     assert out is axes[1] and out.figure is fig
-    assert _node_texts(out)[0].get_text().startswith("c <= ")
+    root = "abcd"[maptree_iris.tree_.feature[0]]  # the root's column, named by feature_names
+    assert _node_texts(out)[0].get_text().startswith(f"{root} <= ")
 
 
 def test_plot_tree_errors(maptree_iris):
