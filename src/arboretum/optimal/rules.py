@@ -1,0 +1,416 @@
+"""Candidate splitting rules of He & Little's optimal trees (spec-002 §3.11).
+
+A rule ``r`` cuts the space into ``r+`` (the left child) and ``r-`` (the right
+child).  Every rule is *defined by data points* (one for an axis-parallel rule,
+``D`` for a hyperplane in ``R^D``); the ancestry relation between two rules
+(``Kmat``, spec §2.2) is read off those points: ``r_j`` may sit in the left
+subtree of ``r_i`` iff all defining points of ``r_j`` lie in ``r_i+``, in the
+right subtree iff all lie in ``r_i-``, and not below ``r_i`` at all otherwise.
+
+A :class:`RuleSet` stores, for every rule, its membership bitset over the
+training points (``pos``: the set ``r+ ∩ X``, packed as in
+:mod:`arboretum._numba`), its defining points, and what the fitted
+:class:`arboretum.Tree` needs to route new points the same way.
+
+Families
+--------
+``axis`` (:func:`axis_rules`)
+    ``x_d <= x_{n,d}``, one rule per (feature ``d``, sample ``n``) in that
+    order, so ``M = N * D``.  Rules are **never** merged by value: two samples
+    with the same ``x_d`` give two rules, because they have different
+    defining points and so different places in a proper tree; merging them
+    loses optima on tied data (spec T19, G4).
+``hyperplane`` (:func:`hyperplane_rules`)
+    For every affinely independent ``D``-subset of samples (lexicographic
+    order), the hyperplane through them, once per assignment of the ``D``
+    defining points to the two sides (``2**D`` rules per subset): a single
+    orientation is not exact (spec T14, XOR).  Sign tests are exact: a
+    floating-point evaluation with a forward error bound, and exact rational
+    arithmetic (:class:`fractions.Fraction`) for every point the bound cannot
+    decide (spec G2, G3).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .._numba import n_words, pack_columns
+
+__all__ = ["RuleSet", "axis_rules", "hyperplane_rules", "make_rules", "n_hyperplane_subsets",
+           "MAX_HYPERPLANE_DIM", "AXIS", "HYPER"]
+
+#: Rule kinds.
+AXIS = 0
+HYPER = 1
+#: Largest dimension of the hyperplane family (cofactors by Laplace expansion, D! terms each).
+MAX_HYPERPLANE_DIM = 6
+_EPS = np.finfo(np.float64).eps
+
+
+@dataclass
+class RuleSet:
+    """Candidate rules over ``n_samples`` training points.
+
+    Attributes
+    ----------
+    pos : ndarray of uint64, shape (n_rules, n_words)
+        ``pos[r]``: the training points in ``r+`` (sent left).
+    defs : ndarray of int64, shape (n_rules, max_defining)
+        Defining points of every rule, padded with -1.
+    kind : ndarray of int8, shape (n_rules,)
+        :data:`AXIS` or :data:`HYPER`.
+    feature : ndarray of int64, shape (n_rules,)
+        Feature of an axis rule (-1 for hyperplanes).
+    threshold : ndarray of float64, shape (n_rules,)
+        An axis rule sends ``x[feature] <= threshold`` left (the threshold lies
+        between the defining value and the next larger training value, so the
+        training partition is ``x_d <= x_{n,d}``).  For hyperplanes, see
+        :meth:`hyperplane`.
+    planes : ndarray of float64, shape (n_rules, n_features + 1) or None
+        ``(w, b)`` of every hyperplane rule: the plane is ``w . x + b = 0``,
+        ``r+`` its side ``w . x + b < 0`` plus the on-plane points assigned to
+        it (see :func:`hyperplane_rules`).
+    assign : ndarray of int64, shape (n_rules,)
+        On-plane assignment of a hyperplane rule's defining points: bit
+        ``D - 1 - k`` set means defining point ``k`` goes right.
+    n_samples : int
+    """
+
+    pos: np.ndarray
+    defs: np.ndarray
+    kind: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    planes: np.ndarray | None
+    assign: np.ndarray
+    n_samples: int
+
+    @property
+    def n_rules(self) -> int:
+        return int(self.pos.shape[0])
+
+    def left_mask(self, r: int) -> np.ndarray:
+        """Boolean membership of the training points in ``r+``."""
+        from .._numba import unpack
+
+        return unpack(self.pos[r], self.n_samples)
+
+    def describe(self, r: int) -> str:
+        if self.kind[r] == AXIS:
+            return f"x{self.feature[r]} <= {self.threshold[r]:g} (point {self.defs[r, 0]})"
+        pts = [int(p) for p in self.defs[r] if p >= 0]
+        return f"hyperplane through {pts} (assignment {self.assign[r]})"
+
+
+def _empty(n_samples: int, n_features: int, max_defs: int, planes: bool) -> RuleSet:
+    return RuleSet(
+        np.zeros((0, n_words(n_samples)), dtype=np.uint64), np.zeros((0, max_defs), dtype=np.int64),
+        np.zeros(0, dtype=np.int8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64),
+        np.zeros((0, n_features + 1)) if planes else None, np.zeros(0, dtype=np.int64), n_samples,
+    )
+
+
+def axis_rules(X: np.ndarray) -> RuleSet:
+    """The axis-parallel rules ``x_d <= x_{n,d}``, one per (feature ``d``, sample ``n``), feature-major.
+
+    Parameters
+    ----------
+    X : ndarray of float64, shape (n_samples, n_features)
+
+    Returns
+    -------
+    RuleSet
+        ``n_samples * n_features`` rules; rule ``d * n_samples + n`` is defined by sample ``n``.
+    """
+    from ..binarizer import short_threshold
+
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    masks = np.empty((n, n * d), dtype=bool)
+    thresholds = np.empty(n * d)
+    for j in range(d):
+        col = X[:, j]
+        masks[:, j * n:(j + 1) * n] = col[:, None] <= col[None, :]
+        values = np.unique(col)
+        nxt = {float(a): short_threshold(float(a), float(b)) for a, b in zip(values[:-1], values[1:])}
+        nxt[float(values[-1])] = float(values[-1])
+        thresholds[j * n:(j + 1) * n] = [nxt[float(v)] for v in col]
+    return RuleSet(
+        pos=pack_columns(masks),
+        defs=np.tile(np.arange(n, dtype=np.int64), d).reshape(-1, 1),
+        kind=np.full(n * d, AXIS, dtype=np.int8),
+        feature=np.repeat(np.arange(d, dtype=np.int64), n),
+        threshold=thresholds,
+        planes=None,
+        assign=np.zeros(n * d, dtype=np.int64),
+        n_samples=n,
+    )
+
+
+def n_hyperplane_subsets(n_samples: int, n_features: int) -> int:
+    """``C(N, D)``: the number of ``D``-subsets the hyperplane family examines."""
+    return math.comb(int(n_samples), int(n_features))
+
+
+# ---------------------------------------------------------------------------
+# Exact-enough orientation predicates
+# ---------------------------------------------------------------------------
+
+
+def _laplace_det(A: np.ndarray) -> np.ndarray:
+    """Determinants of stacked square matrices ``A`` (..., k, k) by Laplace expansion along the first row.
+
+    Only products and sums: with small integer entries the result is exact, and
+    in general its error is at most ``(k + 1) * eps`` times the permanent of
+    ``|A|`` (each of the ``k!`` terms is a product of ``k`` factors, and the sum
+    has at most ``k!`` terms; spelled out in :func:`_side_values`).
+    """
+    k = A.shape[-1]
+    if k == 0:
+        return np.ones(A.shape[:-2])
+    if k == 1:
+        return A[..., 0, 0].copy()
+    if k == 2:
+        return A[..., 0, 0] * A[..., 1, 1] - A[..., 0, 1] * A[..., 1, 0]
+    total = np.zeros(A.shape[:-2])
+    cols = np.arange(k)
+    for j in range(k):
+        minor = A[..., 1:, :][..., cols != j]
+        term = A[..., 0, j] * _laplace_det(minor)
+        total = total + term if j % 2 == 0 else total - term
+    return total
+
+
+def _cofactors(P: np.ndarray, absolute: bool = False) -> np.ndarray:
+    """``(w, b)`` of the hyperplanes through the rows of ``P`` (B, D, D): ``w . x + b`` is the
+    determinant of ``[[P, 1], [x, 1]]`` (so it vanishes on the defining points).
+
+    With ``absolute``, the same expansion of ``|[P, 1]|`` (permanents): the scale of the
+    rounding errors.
+    """
+    B, D, _ = P.shape
+    A = np.concatenate([P, np.ones((B, D, 1))], axis=2)  # (B, D, D + 1)
+    if absolute:
+        A = np.abs(A)
+    out = np.empty((B, D + 1))
+    cols = np.arange(D + 1)
+    for k in range(D + 1):
+        # Expansion of det([[P, 1], [x, 1]]) along its last row: entry (D, k) has sign (-1)**(D + k).
+        minor = A[:, :, cols != k]
+        m = _laplace_det(minor) if not absolute else _laplace_perm(minor)
+        out[:, k] = m if absolute or (D + k) % 2 == 0 else -m
+    return out
+
+
+def _laplace_perm(A: np.ndarray) -> np.ndarray:
+    """Permanents of stacked non-negative square matrices (the error scale of :func:`_laplace_det`)."""
+    k = A.shape[-1]
+    if k == 0:
+        return np.ones(A.shape[:-2])
+    if k == 1:
+        return A[..., 0, 0].copy()
+    total = np.zeros(A.shape[:-2])
+    cols = np.arange(k)
+    for j in range(k):
+        total = total + A[..., 0, j] * _laplace_perm(A[..., 1:, :][..., cols != j])
+    return total
+
+
+def _exact_det(rows: list[list[Fraction]]) -> Fraction:
+    """Exact determinant by fraction-free Gaussian elimination on rationals."""
+    M = [list(r) for r in rows]
+    n = len(M)
+    det = Fraction(1)
+    for c in range(n):
+        p = next((r for r in range(c, n) if M[r][c] != 0), None)
+        if p is None:
+            return Fraction(0)
+        if p != c:
+            M[c], M[p] = M[p], M[c]
+            det = -det
+        det *= M[c][c]
+        for r in range(c + 1, n):
+            f = M[r][c] / M[c][c]
+            if f:
+                for k in range(c, n):
+                    M[r][k] -= f * M[c][k]
+    return det
+
+
+def _exact_side(P: np.ndarray, x: np.ndarray) -> int:
+    """Exact sign of ``det([[P, 1], [x, 1]])`` (floats read as the rationals they are)."""
+    rows = [[Fraction(float(v)) for v in p] + [Fraction(1)] for p in P]
+    rows.append([Fraction(float(v)) for v in x] + [Fraction(1)])
+    d = _exact_det(rows)
+    return (d > 0) - (d < 0)
+
+
+def _exact_rank_deficient(P: np.ndarray) -> bool:
+    """Whether the rows of ``P`` (D points in R^D) are affinely dependent, exactly."""
+    D = P.shape[0]
+    rows = [[Fraction(float(v)) for v in p] + [Fraction(1)] for p in P]
+    # affinely dependent iff every D x D minor of [P, 1] vanishes
+    for drop in range(D + 1):
+        if _exact_det([[r[k] for k in range(D + 1) if k != drop] for r in rows]) != 0:
+            return False
+    return True
+
+
+def _side_values(X: np.ndarray, P: np.ndarray, subset: tuple[int, ...]) -> np.ndarray | None:
+    """Exact signs (-1, 0, +1) of ``w . x_n + b`` for every sample, for the plane through ``P``;
+    None when the points are affinely dependent.
+
+    The floating-point value ``v = w . x + b`` (cofactors by Laplace expansion)
+    differs from the exact determinant by less than ``(D + 3) * eps`` (plus a
+    relative ``1 %`` margin) times the permanent of the absolute matrix, which
+    is ``|x| . |W| + |B|`` with ``|W|, |B|`` the absolute cofactors; every
+    sample whose ``|v|`` is within that bound is decided exactly.
+    """
+    D = P.shape[0]
+    wb = _cofactors(P[None])[0]
+    wb_abs = _cofactors(P[None], absolute=True)[0]
+    gamma = 1.01 * (D + 3) * _EPS
+    # rank test: all cofactors exactly zero
+    if np.all(np.abs(wb) <= gamma * wb_abs) and _exact_rank_deficient(P):
+        return None
+    v = X @ wb[:D] + wb[D]
+    bound = gamma * (np.abs(X) @ wb_abs[:D] + wb_abs[D])
+    s = np.sign(v).astype(np.int64)
+    s[np.asarray(subset)] = 0
+    unsure = np.flatnonzero(np.abs(v) <= bound)
+    members = set(subset)
+    for i in unsure:
+        if int(i) not in members:
+            s[i] = _exact_side(P, X[i])
+    return s
+
+
+def hyperplane_rules(X: np.ndarray) -> RuleSet:
+    """Hyperplane rules through every affinely independent ``D``-subset, with all ``2**D`` on-plane
+    assignments of the defining points.
+
+    For the subset ``p_1 < ... < p_D`` (lexicographic order) the plane is
+    ``w . x + b = 0`` with ``(w, b)`` its cofactors (:func:`_cofactors`); a
+    point goes to ``r+`` (left) when ``w . x + b < 0``, to ``r-`` when ``> 0``.
+    Points on the plane:
+
+    * defining point ``p_k`` goes left or right as the assignment says (rule
+      ``a`` of the subset, ``a = 0 .. 2**D - 1``, sends ``p_k`` right iff bit
+      ``D - 1 - k`` of ``a`` is set), so every linearly separable dichotomy of
+      the training points is the partition of some rule;
+    * any other on-plane point (data not in general position) follows the
+      affine function ``delta`` with ``delta(p_k) = -1`` (left) or ``+1``
+      (right), i.e. the rule is the plane tilted infinitesimally towards its
+      assignment; a point where ``delta`` is 0 too goes left.
+
+    Orientation flips of ``w`` are not generated: the assignment already
+    covers both sides (spec §3.11 (b)).
+
+    Parameters
+    ----------
+    X : ndarray of float64, shape (n_samples, n_features), ``1 <= n_features <= 6``
+
+    Returns
+    -------
+    RuleSet
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, D = X.shape
+    if not 1 <= D <= MAX_HYPERPLANE_DIM:
+        raise ValueError(
+            f"hyperplane rules need 1 to {MAX_HYPERPLANE_DIM} features; got {D} (C(N, D) * 2**D rules "
+            f"would be far too many: select a few features first)"
+        )
+    masks: list[np.ndarray] = []
+    defs: list[tuple[int, ...]] = []
+    planes: list[np.ndarray] = []
+    assigns: list[int] = []
+    for subset in itertools.combinations(range(n), D):
+        P = X[list(subset)]
+        s = _side_values(X, P, subset)
+        if s is None:
+            continue
+        wb = _cofactors(P[None])[0]
+        extra = np.flatnonzero(s == 0)
+        extra = extra[~np.isin(extra, subset)]
+        for a in range(2 ** D):
+            delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
+            left = s < 0
+            left[list(subset)] = delta < 0
+            if extra.size:
+                left[extra] = _delta_values(P, delta, X[extra]) <= 0
+            masks.append(left)
+            defs.append(subset)
+            planes.append(wb)
+            assigns.append(a)
+    if not masks:
+        return _empty(n, D, D, planes=True)
+    return RuleSet(
+        pos=pack_columns(np.stack(masks, axis=1)),
+        defs=np.array(defs, dtype=np.int64).reshape(len(defs), D),
+        kind=np.full(len(masks), HYPER, dtype=np.int8),
+        feature=np.full(len(masks), -1, dtype=np.int64),
+        threshold=np.zeros(len(masks)),
+        planes=np.array(planes),
+        assign=np.array(assigns, dtype=np.int64),
+        n_samples=n,
+    )
+
+
+def _delta_affine(P: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``(u, c)`` of the minimum-norm affine function with ``u . p_k + c = delta_k``."""
+    A = np.concatenate([P, np.ones((P.shape[0], 1))], axis=1)
+    sol, *_ = np.linalg.lstsq(A, delta, rcond=None)
+    return sol
+
+
+def _delta_values(P: np.ndarray, delta: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    uc = _delta_affine(P, delta)
+    vals = Z @ uc[:-1] + uc[-1]
+    vals[np.abs(vals) < 1e-9] = 0.0
+    return vals
+
+
+def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, float]:
+    """A real hyperplane ``coef . x <= threshold`` that sends exactly the training points of ``r+`` left.
+
+    The rule's plane tilted towards its on-plane assignment by ``eps * delta``
+    (see :func:`hyperplane_rules`), with ``eps`` half the largest tilt that
+    moves no off-plane training point across: the widest margins that keep
+    the training partition, for routing new points.
+    """
+    D = X.shape[1]
+    subset = [int(p) for p in rules.defs[r]]
+    P = X[subset]
+    a = int(rules.assign[r])
+    delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
+    uc = _delta_affine(P, delta)
+    wb = rules.planes[r]
+    v = X @ wb[:D] + wb[D]
+    d = X @ uc[:D] + uc[D]
+    off = (np.abs(v) > 0) & ~np.isin(np.arange(len(v)), subset)
+    # a point is at risk only if the tilt pushes it towards the other side
+    risk = off & (np.sign(d) != np.sign(v)) & (d != 0)
+    eps = 1.0
+    if risk.any():
+        eps = 0.5 * float(np.min(np.abs(v[risk]) / np.abs(d[risk])))
+    u_norm = float(np.linalg.norm(uc[:D]))
+    if u_norm > 0:
+        eps = min(eps, 0.5 * float(np.linalg.norm(wb[:D])) / u_norm)  # a tilt, not a new plane
+    coef = wb[:D] + eps * uc[:D]
+    offset = wb[D] + eps * uc[D]
+    return coef, float(-offset)
+
+
+def make_rules(X: np.ndarray, split_type: str) -> RuleSet:
+    """The rule family ``split_type`` ("axis" or "hyperplane") of ``X``."""
+    if split_type == "axis":
+        return axis_rules(X)
+    if split_type == "hyperplane":
+        return hyperplane_rules(X)
+    raise ValueError(f"split_type must be 'axis' or 'hyperplane'; got {split_type!r}")
