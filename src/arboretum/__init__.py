@@ -6,6 +6,8 @@ MAPTreeClassifier
     The certified maximum-a-posteriori tree of the Bayesian CART posterior.
 MAPTreeRegressor
     The same for regression (normal-inverse-gamma leaves).
+OptimalTreeClassifier, OptimalTreeRegressor
+    He & Little's provably optimal trees with K axis-parallel or hyperplane splits.
 PCFGTreeClassifier
     BCART-PCFG: the exact posterior over trees (exact sampling, MAP tree, exact model averaging).
 MCMCTreeSampler, SMCTreeSampler
@@ -29,6 +31,7 @@ from .datasets import list_datasets, load_dataset
 from .exceptions import InputWarning, InvalidParameterError, LimitWarning, ModelFormatError
 from .io import load, save
 from .maptree import MAPTreeClassifier, MAPTreeRegressor
+from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
 from .pcfg import PCFGTreeClassifier
 from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
@@ -36,6 +39,8 @@ from .tree import Tree
 __all__ = [
     "MAPTreeClassifier",
     "MAPTreeRegressor",
+    "OptimalTreeClassifier",
+    "OptimalTreeRegressor",
     "PCFGTreeClassifier",
     "MCMCTreeSampler",
     "SMCTreeSampler",

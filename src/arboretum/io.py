@@ -49,11 +49,12 @@ def _registry() -> dict[str, type]:
     """Every class a file may name (nothing else is ever instantiated)."""
     from .binarizer import Binarizer
     from .maptree import MAPTreeClassifier, MAPTreeRegressor
+    from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
     from .pcfg import PCFGTreeClassifier
     from .samplers import MCMCTreeSampler, SMCTreeSampler
 
     classes = [MAPTreeClassifier, MAPTreeRegressor, PCFGTreeClassifier, MCMCTreeSampler, SMCTreeSampler,
-               Binarizer]
+               OptimalTreeClassifier, OptimalTreeRegressor, Binarizer]
     return {c.__name__: c for c in classes}
 
 
@@ -377,7 +378,8 @@ def save(estimator: Any, path: str | os.PathLike) -> None:
     ----------
     estimator : arboretum estimator
         ``MAPTreeClassifier``, ``MAPTreeRegressor``, ``PCFGTreeClassifier``,
-        ``MCMCTreeSampler``, ``SMCTreeSampler`` or ``Binarizer``.
+        ``MCMCTreeSampler``, ``SMCTreeSampler``, ``OptimalTreeClassifier``,
+        ``OptimalTreeRegressor`` or ``Binarizer``.
     path : str or path-like
 
     Examples

@@ -1,1 +1,10 @@
-"""He & Little's provably optimal decision trees with arbitrary splitting rules (spec-002)."""
+"""He & Little's provably optimal decision trees with arbitrary splitting rules (spec-002).
+
+:class:`OptimalTreeClassifier` and :class:`OptimalTreeRegressor` (:mod:`.estimator`); the
+candidate rules (:mod:`.rules`), the numba dynamic programme (:mod:`._kernels`) and the
+combination loop (:mod:`.solver`).
+"""
+
+from .estimator import OptimalTreeClassifier, OptimalTreeRegressor
+
+__all__ = ["OptimalTreeClassifier", "OptimalTreeRegressor"]

@@ -1,0 +1,419 @@
+"""``OptimalTreeClassifier`` and ``OptimalTreeRegressor``: He & Little's provably optimal trees."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import _num_samples
+
+from .. import data as _data
+from .._compile import register
+from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
+from ..binarizer import _sorted_labels
+from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
+from ..tree import HYPERPLANE, THRESHOLD, Tree, TreeBuilder
+from . import _kernels as K
+from .rules import AXIS, MAX_HYPERPLANE_DIM, RuleSet, make_rules, n_hyperplane_subsets, routing_plane
+from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
+
+__all__ = ["OptimalTreeClassifier", "OptimalTreeRegressor", "MAX_COMBINATIONS", "MAX_RULE_BYTES"]
+
+#: A request implying more K-combinations than this is refused before any work (at a billion
+#: combinations a second it would take over a week).
+MAX_COMBINATIONS = 10**15
+#: A request whose rule bitsets would take more bytes than this is refused before any work.
+MAX_RULE_BYTES = 4 * 2**30
+SPLIT_TYPES = ("axis", "hyperplane")
+
+_OWN: dict = {
+    "max_splits": [Interval(numbers.Integral, 0, None)],
+    "exact_splits": ["boolean"],
+    "split_type": [Options(SPLIT_TYPES)],
+    "max_depth": [Interval(numbers.Integral, 1, None), None],
+    "min_samples_leaf": [Interval(numbers.Integral, 0, None)],
+}
+
+
+def _raw_columns(X: Any, est: Any) -> tuple[np.ndarray, list]:
+    """``X`` at fit as one float matrix (categories as the codes of their sorted or declared labels)
+    and the category labels of every categorical column (None for numeric ones)."""
+    columns, _, names = _data.read_columns(X, est, reset=True)
+    cats: list = []
+    for j, col in enumerate(columns):
+        kind, declared = _data.column_kind(col, j, names)
+        if kind in ("binary", "numeric"):
+            cats.append(None)
+            continue
+        labels = _data.label_values(col, j, names)
+        seen = dict.fromkeys(labels.tolist())
+        order = [c for c in declared if c in seen] if declared is not None else _sorted_labels(list(seen))
+        arr = np.empty(len(order), dtype=object)
+        arr[:] = order
+        cats.append(arr)
+    return _data.encode_columns(columns, cats, names), cats
+
+
+def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},); got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must hold finite non-negative numbers")
+    return w
+
+
+class _OptimalTreeBase(TreeEstimator):
+    """What both optimal-tree estimators share: pre-flight, rules, the search, the fitted tree."""
+
+    _uses_binary_questions = False
+    _kernel_family = "optimal"
+
+    def _n_rules(self, n: int, d: int) -> int:
+        if self.split_type == "axis":
+            return n * d
+        return n_hyperplane_subsets(n, d) * 2**d
+
+    def estimate_cost(self, X: Any) -> dict:
+        """What fitting ``X`` implies, before any work: rules, combinations, rule memory.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        dict
+            ``n_rules`` (candidate rules ``M``; for hyperplanes an upper bound:
+            affinely dependent subsets are skipped), ``n_combinations`` (the
+            K-combinations of rules the search examines without pruning) and
+            ``rule_bytes`` (memory of the rules' bitsets).
+        """
+        self._validate_params()
+        columns, n, _ = _data.read_columns(X, None)
+        return self._cost(n, len(columns))
+
+    def _cost(self, n: int, d: int) -> dict:
+        m = self._n_rules(n, d)
+        return {
+            "n_rules": m,
+            "n_combinations": n_combinations(m, self.max_splits, self.exact_splits),
+            "rule_bytes": m * ((n + 63) // 64) * 8,
+        }
+
+    def _preflight(self, n: int, d: int) -> None:
+        """Refuse, before any work and with advice, a request that cannot finish."""
+        if self.split_type == "hyperplane" and d > MAX_HYPERPLANE_DIM:
+            raise ValueError(
+                f"split_type='hyperplane' supports at most {MAX_HYPERPLANE_DIM} features; X has {d}. "
+                f"Select a few features first, or use split_type='axis'."
+            )
+        cost = self._cost(n, d)
+        advice = (
+            "lower max_splits, set max_depth, subsample the rows"
+            + (", select fewer features or use split_type='axis'" if self.split_type == "hyperplane" else "")
+        )
+        if cost["rule_bytes"] > MAX_RULE_BYTES:
+            raise ValueError(
+                f"{type(self).__name__}: {cost['n_rules']:,} candidate {self.split_type} rules on {n} samples "
+                f"would need {cost['rule_bytes'] / 2**30:.1f} GiB (more than {MAX_RULE_BYTES / 2**30:.0f} GiB); "
+                f"{advice}."
+            )
+        if cost["n_combinations"] > MAX_COMBINATIONS:
+            raise ValueError(
+                f"{type(self).__name__}: max_splits={self.max_splits} over {cost['n_rules']:,} candidate "
+                f"{self.split_type} rules means {cost['n_combinations']:.3g} combinations of rules (more than "
+                f"{MAX_COMBINATIONS:.0e}: weeks even at a billion a second); {advice}."
+            )
+
+    def _progress(self, examined: int, total: int, best: float) -> None:
+        now = time.perf_counter()
+        if now - getattr(self, "_last_print", 0.0) >= 1.0:
+            self._last_print = now
+            print(f"[{type(self).__name__}] combinations {examined:,} / {total:,}  best objective {best:.6g}",
+                  file=sys.stderr)
+
+    def _fit_common(self, X: Any, clock: FitClock, obj_kw: dict, scale: float = 1.0) -> None:
+        E, cats = _raw_columns(X, self)
+        self.binarizer_ = None
+        n, d = E.shape
+        self._preflight(n, d)
+        self._feature_categories = cats
+        rules = make_rules(E, self.split_type)
+        self.n_rules_ = rules.n_rules
+        obj = make_objective(n, **obj_kw)
+        deadline = clock.deadline
+        sol = solve(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
+                    depth=self.max_depth, deadline=deadline,
+                    progress=self._progress if self.verbose else None)
+        if sol.tree is None and sol.optimal:
+            raise ValueError(
+                f"{type(self).__name__}: no tree with {'exactly' if self.exact_splits else 'at most'} "
+                f"{self.max_splits} splits satisfies min_samples_leaf={self.min_samples_leaf}"
+                f"{'' if self.max_depth is None else f' and max_depth={self.max_depth}'} on {n} samples; "
+                f"lower min_samples_leaf or max_splits"
+                + (", or set exact_splits=False" if self.exact_splits else "")
+            )
+        if sol.tree is None:  # stopped before any feasible tree: a single leaf
+            root = Node(-1, np.ones(n, dtype=bool))
+            sol = Solution(float(K.leaf_cost(_all_bits(n), obj)), root, (), False, sol.n_examined, sol.n_total)
+        self.tree_ = self._build_tree(sol.tree, rules, E, cats, obj_kw)
+        self.objective_ = float(sol.cost) * scale
+        self.optimal_ = bool(sol.optimal)
+        self.n_combinations_ = sol.n_examined
+        self.fit_time_ = clock.elapsed()
+        self._set_stop(
+            "completed" if sol.optimal else "time_limit",
+            f"returning the best tree of {sol.n_examined:,} of {sol.n_total:,} combinations of rules "
+            f"(objective {self.objective_:.6g}), not certified optimal",
+        )
+
+    def _build_tree(self, root: Node, rules: RuleSet, E: np.ndarray, cats: list, obj_kw: dict) -> Tree:
+        classes = getattr(self, "classes_", None)
+        builder = TreeBuilder(
+            n_features=E.shape[1], classes=classes,
+            task="classification" if classes is not None else "regression",
+            feature_names=self._feature_names(), feature_categories=cats,
+        )
+        leaf_kw = {k: obj_kw[k] for k in ("labels", "n_classes", "weight") if k in obj_kw}
+        if "target" in obj_kw:
+            leaf_kw["target"] = self._y_raw
+
+        def add(node: Node, depth: int) -> int:
+            counts, value = leaf_value(node.points, **leaf_kw)
+            i = builder.add_node(counts, value, depth)
+            if node.rule >= 0:
+                left = add(node.left, depth + 1)
+                right = add(node.right, depth + 1)
+                r = node.rule
+                if rules.kind[r] == AXIS:
+                    builder.set_split(i, THRESHOLD, int(rules.feature[r]), float(rules.threshold[r]), left, right)
+                else:
+                    coef, thr = routing_plane(rules, r, E)
+                    builder.set_split(i, HYPERPLANE, None, thr, left, right, coef=coef)
+            return i
+
+        add(root, 0)
+        return builder.build()
+
+
+def _all_bits(n: int) -> np.ndarray:
+    from .._numba import pack_rows_mask
+
+    return pack_rows_mask(np.ones(n, dtype=bool))
+
+
+_DOC_PARAMS = """
+    max_splits : int, default=3
+        ``K``, the number of splitting rules (branch nodes): at most ``K``
+        (the best tree with 0, 1, ..., ``K`` splits; ties go to fewer), or
+        exactly ``K`` with ``exact_splits=True``.
+    exact_splits : bool, default=False
+        Only trees with exactly ``max_splits`` rules (the paper's ``odt_K``);
+        then a tree may need an empty leaf, which ``min_samples_leaf=0`` allows.
+    split_type : {"axis", "hyperplane"}, default="axis"
+        The candidate rules (spec-002 §3.11).  "axis": ``x_d <= x_{n,d}``, one
+        per (feature, training point), ``N * D`` rules.  "hyperplane": the
+        hyperplane through every affinely independent ``D``-subset of training
+        points with each of the ``2**D`` assignments of those points to the
+        two sides, ``C(N, D) * 2**D`` rules (at most 6 features); exact sign
+        tests.  The optimum is over the proper trees built from these rules
+        (every rule below another lies wholly on one side of it), which for
+        axis rules is the optimum over all axis-parallel trees.
+    max_depth : int or None, default=None
+        Most splits on a root-to-leaf path; None: any.
+    min_samples_leaf : int, default=1
+        Fewest training samples (unweighted) in a leaf.
+    time_limit : float or None, default=60
+        Seconds of wall clock for the whole ``fit`` (numba compilation
+        excluded): reading ``X``, generating the rules, the search (checked
+        between chunks of combinations) and building the tree.  When it stops
+        the search, the best tree found so far is returned with ``optimal_ =
+        False``, ``stop_reason_ = "time_limit"`` and a
+        :class:`~arboretum.LimitWarning`.  None: no limit.
+    verbose : int, default=0
+        If > 0, print progress about once a second.
+
+    Requests that cannot finish (more than ``MAX_COMBINATIONS`` combinations
+    of rules, or rule bitsets over ``MAX_RULE_BYTES``) are refused with a
+    ``ValueError`` before any work; :meth:`estimate_cost` tells the numbers.
+"""
+
+_DOC_ATTRS = """
+    optimal_ : bool
+        True when the search examined every combination: ``tree_`` is optimal.
+    stop_reason_ : str
+        "completed" or "time_limit".
+    n_rules_ : int
+        Candidate rules ``M``.
+    n_combinations_ : int
+        Combinations of rules solved.
+    fit_time_, compile_time_ : float
+    binarizer_ : None
+        These trees split raw values (no discretiser).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` had string column names.
+"""
+
+
+class OptimalTreeClassifier(ClassifierMixin, _OptimalTreeBase):
+    __doc__ = f"""Provably optimal classification tree with at most (or exactly) K splitting rules.
+
+    He & Little (2025), "Provably optimal decision trees with arbitrary
+    splitting rules in polynomial time" (spec-002): the proper decision tree
+    of least weighted misclassification among all trees whose ``K`` branch
+    nodes are candidate rules generated from the data, found by enumerating
+    the ``K``-combinations of rules and solving each with the paper's dynamic
+    programme over proper trees (with exact pruning against the best tree so
+    far).  Columns are split on their raw values (categories on the codes of
+    their sorted labels).
+
+    Parameters
+    ----------{_DOC_PARAMS}
+    Attributes
+    ----------
+    tree_ : arboretum.Tree
+        The tree: ``THRESHOLD`` or ``HYPERPLANE`` splits, leaves with the
+        weighted class counts and proportions.
+    classes_ : ndarray of shape (n_classes,)
+    objective_ : float
+        Weighted training misclassification of ``tree_``.{_DOC_ATTRS}
+    Examples
+    --------
+    >>> from arboretum import OptimalTreeClassifier
+    >>> X = [[0, 0], [1, 1], [0, 1], [1, 0]]
+    >>> clf = OptimalTreeClassifier(max_splits=1, split_type="hyperplane").fit(X, [0, 0, 1, 1])
+    >>> clf.objective_, clf.optimal_
+    (1.0, True)
+    """
+
+    def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
+                 max_depth: int | None = None, min_samples_leaf: int = 1,
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
+        self.max_splits = max_splits
+        self.exact_splits = exact_splits
+        self.split_type = split_type
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.time_limit = time_limit
+        self.verbose = verbose
+
+    _parameter_constraints: dict = constraints("time_limit", "verbose", **_OWN)
+
+    def fit(self, X, y, sample_weight=None) -> "OptimalTreeClassifier":
+        """Find the optimal tree of ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights: the objective is the total weight of the
+            misclassified samples.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        y_enc, classes = check_classification_targets_encoded(
+            y, n_samples=_num_samples(X), estimator_name=type(self).__name__
+        )
+        clock = self._start_clock()
+        w = _check_weights(sample_weight, len(y_enc))
+        self.classes_ = classes
+        self._fit_common(X, clock, {"labels": y_enc, "n_classes": len(classes), "weight": w})
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class proportions (weighted) of the training samples in each sample's leaf."""
+        return self.tree_.value[self.apply(X)].copy()
+
+    def predict(self, X) -> np.ndarray:
+        """The majority class of each sample's leaf (ties: the first class)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
+    __doc__ = f"""Provably optimal regression tree (least squared error) with at most (or exactly) K splitting rules.
+
+    The regression counterpart of :class:`OptimalTreeClassifier`: the leaf
+    cost is the weighted squared error around the leaf's weighted mean.  The
+    search runs on standardised targets (the same ranking of trees).
+
+    Parameters
+    ----------{_DOC_PARAMS}
+    Attributes
+    ----------
+    tree_ : arboretum.Tree
+        Leaves hold the number of samples and the weighted mean target.
+    objective_ : float
+        Weighted training sum of squared errors of ``tree_`` (units of ``y`` squared).{_DOC_ATTRS}
+    """
+
+    def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
+                 max_depth: int | None = None, min_samples_leaf: int = 1,
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
+        self.max_splits = max_splits
+        self.exact_splits = exact_splits
+        self.split_type = split_type
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.time_limit = time_limit
+        self.verbose = verbose
+
+    _parameter_constraints: dict = constraints("time_limit", "verbose", **_OWN)
+
+    def fit(self, X, y, sample_weight=None) -> "OptimalTreeRegressor":
+        """Find the optimal regression tree of ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights of the squared errors.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
+        clock = self._start_clock()
+        w = _check_weights(sample_weight, len(y))
+        ww = np.ones(len(y)) if w is None else w
+        sw = float(ww.sum())
+        center = float(np.dot(ww, y) / sw) if sw > 0 else 0.0
+        spread = float(np.sqrt(np.dot(ww, (y - center) ** 2) / sw)) if sw > 0 else 0.0
+        if not (np.isfinite(spread) and spread > 0):
+            spread = 1.0
+        self._y_raw = y
+        self._fit_common(X, clock, {"target": (y - center) / spread, "weight": w}, scale=spread**2)
+        del self._y_raw
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """The weighted mean training target of each sample's leaf."""
+        return self.tree_.value[self.apply(X), 0].copy()
+
+
+@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None)])
+def _warm() -> None:
+    """Compile the kernels on a tiny problem (classification with and without weights, regression)."""
+    from .rules import axis_rules
+
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
+    rules = axis_rules(X)
+    labels = np.array([0, 1, 1, 0])
+    for kw in ({"labels": labels, "n_classes": 2}, {"labels": labels, "n_classes": 2, "weight": np.arange(1.0, 5.0)},
+               {"target": X[:, 0]}):
+        solve(rules, make_objective(4, **kw), 2, depth=2, nmin=1)
