@@ -24,10 +24,10 @@ Families
     For every affinely independent ``D``-subset of samples (lexicographic
     order), the hyperplane through them, once per assignment of the ``D``
     defining points to the two sides (``2**D`` rules per subset): a single
-    orientation is not exact (spec T14, XOR).  Sign tests are exact: a
-    floating-point evaluation with a forward error bound, and exact rational
-    arithmetic (:class:`fractions.Fraction`) for every point the bound cannot
-    decide (spec G2, G3).
+    orientation is not exact (spec T14, XOR).  Sign tests are robust: a
+    floating-point evaluation with a forward error bound; a point within the
+    bound is on the plane and follows the on-plane policy (spec G2, G3; see
+    :func:`_side_values`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -221,72 +220,35 @@ def _laplace_perm(A: np.ndarray) -> np.ndarray:
     return total
 
 
-def _exact_det(rows: list[list[Fraction]]) -> Fraction:
-    """Exact determinant by fraction-free Gaussian elimination on rationals."""
-    M = [list(r) for r in rows]
-    n = len(M)
-    det = Fraction(1)
-    for c in range(n):
-        p = next((r for r in range(c, n) if M[r][c] != 0), None)
-        if p is None:
-            return Fraction(0)
-        if p != c:
-            M[c], M[p] = M[p], M[c]
-            det = -det
-        det *= M[c][c]
-        for r in range(c + 1, n):
-            f = M[r][c] / M[c][c]
-            if f:
-                for k in range(c, n):
-                    M[r][k] -= f * M[c][k]
-    return det
-
-
-def _exact_side(P: np.ndarray, x: np.ndarray) -> int:
-    """Exact sign of ``det([[P, 1], [x, 1]])`` (floats read as the rationals they are)."""
-    rows = [[Fraction(float(v)) for v in p] + [Fraction(1)] for p in P]
-    rows.append([Fraction(float(v)) for v in x] + [Fraction(1)])
-    d = _exact_det(rows)
-    return (d > 0) - (d < 0)
-
-
-def _exact_rank_deficient(P: np.ndarray) -> bool:
-    """Whether the rows of ``P`` (D points in R^D) are affinely dependent, exactly."""
-    D = P.shape[0]
-    rows = [[Fraction(float(v)) for v in p] + [Fraction(1)] for p in P]
-    # affinely dependent iff every D x D minor of [P, 1] vanishes
-    for drop in range(D + 1):
-        if _exact_det([[r[k] for k in range(D + 1) if k != drop] for r in rows]) != 0:
-            return False
-    return True
-
-
 def _side_values(X: np.ndarray, P: np.ndarray, subset: tuple[int, ...]) -> np.ndarray | None:
-    """Exact signs (-1, 0, +1) of ``w . x_n + b`` for every sample, for the plane through ``P``;
+    """Robust signs (-1, 0, +1) of ``w . x_n + b`` for every sample, for the plane through ``P``;
     None when the points are affinely dependent.
 
     The floating-point value ``v = w . x + b`` (cofactors by Laplace expansion)
     differs from the exact determinant by less than ``(D + 3) * eps`` (plus a
-    relative ``1 %`` margin) times the permanent of the absolute matrix, which
-    is ``|x| . |W| + |B|`` with ``|W|, |B|`` the absolute cofactors; every
-    sample whose ``|v|`` is within that bound is decided exactly.
+    relative 1 % margin) times the permanent of the absolute matrix, which is
+    ``|x| . |W| + |B|`` with ``|W|, |B|`` the absolute cofactors.  A sample
+    whose ``|v|`` is within that bound counts as *on the plane*: its side is
+    then decided by the on-plane policy (:func:`hyperplane_rules`), never by
+    rounding noise.  So every sign is either certain or the point is treated
+    as on the plane, and the partitions are those a floating-point test of a
+    slightly tilted plane reproduces (data that are collinear in decimal, such
+    as ``(0.74, 0.24), (0.88, 0.35), (1.16, 0.57)``, are collinear here, although
+    their binary floats are not exactly).  With integer data below ``2**20`` or
+    so every value is exact and so is every sign.  Points are affinely
+    dependent when every cofactor is within its bound.
     """
     D = P.shape[0]
     wb = _cofactors(P[None])[0]
     wb_abs = _cofactors(P[None], absolute=True)[0]
     gamma = 1.01 * (D + 3) * _EPS
-    # rank test: all cofactors exactly zero
-    if np.all(np.abs(wb) <= gamma * wb_abs) and _exact_rank_deficient(P):
+    if np.all(np.abs(wb) <= gamma * wb_abs):
         return None
     v = X @ wb[:D] + wb[D]
     bound = gamma * (np.abs(X) @ wb_abs[:D] + wb_abs[D])
     s = np.sign(v).astype(np.int64)
+    s[np.abs(v) <= bound] = 0
     s[np.asarray(subset)] = 0
-    unsure = np.flatnonzero(np.abs(v) <= bound)
-    members = set(subset)
-    for i in unsure:
-        if int(i) not in members:
-            s[i] = _exact_side(P, X[i])
     return s
 
 
@@ -379,23 +341,29 @@ def _delta_values(P: np.ndarray, delta: np.ndarray, Z: np.ndarray) -> np.ndarray
 def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, float]:
     """A real hyperplane ``coef . x <= threshold`` that sends exactly the training points of ``r+`` left.
 
-    The rule's plane tilted towards its on-plane assignment by ``eps * delta``
-    (see :func:`hyperplane_rules`), with ``eps`` half the largest tilt that
-    moves no off-plane training point across: the widest margins that keep
-    the training partition, for routing new points.
+    First the rule's plane tilted towards its on-plane assignment by ``eps *
+    delta`` (see :func:`hyperplane_rules`), with ``eps`` half the largest tilt
+    that moves no off-plane training point across.  When floating-point
+    evaluation of that plane does not reproduce the rule's training partition
+    (points within rounding distance of the plane, or on-plane points where
+    ``delta`` vanishes), the maximum-margin separator of the partition (a
+    linear programme on standardised columns) is used instead.  The tree
+    routes new points by the plane returned; only training points are
+    guaranteed to go where the rule sends them.
     """
     D = X.shape[1]
     subset = [int(p) for p in rules.defs[r]]
     P = X[subset]
+    left = rules.left_mask(r)
     a = int(rules.assign[r])
     delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
     uc = _delta_affine(P, delta)
     wb = rules.planes[r]
+    side = _side_values(X, P, tuple(subset))
     v = X @ wb[:D] + wb[D]
     d = X @ uc[:D] + uc[D]
-    off = (np.abs(v) > 0) & ~np.isin(np.arange(len(v)), subset)
-    # a point is at risk only if the tilt pushes it towards the other side
-    risk = off & (np.sign(d) != np.sign(v)) & (d != 0)
+    # an off-plane point is at risk only if the tilt pushes it towards the other side
+    risk = (side != 0) & (np.sign(d) != side) & (d != 0)
     eps = 1.0
     if risk.any():
         eps = 0.5 * float(np.min(np.abs(v[risk]) / np.abs(d[risk])))
@@ -403,8 +371,35 @@ def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, fl
     if u_norm > 0:
         eps = min(eps, 0.5 * float(np.linalg.norm(wb[:D])) / u_norm)  # a tilt, not a new plane
     coef = wb[:D] + eps * uc[:D]
-    offset = wb[D] + eps * uc[D]
-    return coef, float(-offset)
+    thr = float(-(wb[D] + eps * uc[D]))
+    if np.array_equal(X @ coef <= thr, left):
+        return coef, thr
+    found = _max_margin_plane(X, left)
+    if found is not None and np.array_equal(X @ found[0] <= found[1], left):
+        return found
+    return coef, thr
+
+
+def _max_margin_plane(X: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """The separator ``coef . x <= thr`` of ``left`` from the rest with the largest margin in
+    standardised coordinates (``|w|_inf <= 1``), by linear programming; None if none separates."""
+    from scipy.optimize import linprog
+
+    n, D = X.shape
+    m = X.mean(axis=0)
+    sd = X.std(axis=0)
+    sd[sd == 0] = 1.0
+    Z = (X - m) / sd
+    sgn = np.where(left, 1.0, -1.0)  # left: w.z + b <= -t ; right: w.z + b >= t
+    # variables (w, b, t); minimise -t subject to sgn * (w.z + b) + t <= 0
+    A = np.concatenate([sgn[:, None] * Z, sgn[:, None], np.ones((n, 1))], axis=1)
+    bounds = [(-1, 1)] * D + [(None, None), (None, 1)]
+    res = linprog(np.r_[np.zeros(D + 1), -1.0], A_ub=A, b_ub=np.zeros(n), bounds=bounds, method="highs")
+    if res.status != 0 or res.x[-1] <= 0:
+        return None
+    w, b = res.x[:D], res.x[D]
+    coef = w / sd
+    return coef, float(-(b - float(np.dot(coef, m))))
 
 
 def make_rules(X: np.ndarray, split_type: str) -> RuleSet:
