@@ -67,6 +67,8 @@ def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:
         raise ValueError(f"sample_weight must have shape ({n},); got {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ValueError("sample_weight must hold finite non-negative numbers")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight sums to zero: at least one sample must have a positive weight")
     return w
 
 
@@ -140,18 +142,37 @@ class _OptimalTreeBase(TreeEstimator):
             print(f"[{type(self).__name__}] combinations {examined:,} / {total:,}  best objective {best:.6g}",
                   file=sys.stderr)
 
-    def _fit_common(self, X: Any, clock: FitClock, obj_kw: dict, scale: float = 1.0) -> None:
+    def _fit_common(self, X: Any, clock: FitClock, *, weight: np.ndarray | None, labels: np.ndarray | None = None,
+                    n_classes: int = 0, target: np.ndarray | None = None, raw_target: np.ndarray | None = None,
+                    scale: float = 1.0) -> None:
+        """Read ``X``, generate the rules, search, and set the fitted attributes.
+
+        Samples of weight 0 are left out, and the rest are put in a canonical
+        order (rows sorted by their values, then by target) before the rules
+        are generated, so that the tree returned among equally good ones (the
+        first minimiser in rule order, spec G20) depends neither on the order
+        of the rows nor on whether a sample is repeated or weighted.
+        """
         E, cats = _raw_columns(X, self)
         self.binarizer_ = None
+        keep = None if weight is None else weight > 0
+        y_key = labels if labels is not None else target
+        keys = [y_key] + [E[:, j] for j in reversed(range(E.shape[1]))]
+        if keep is not None:
+            keys = [k[keep] for k in keys]
+        order = np.lexsort(keys)
+        if keep is not None:
+            order = np.flatnonzero(keep)[order]
+        E = E[order]
+        pick = lambda a: None if a is None else a[order]  # noqa: E731
+        labels, target, raw_target, weight = pick(labels), pick(target), pick(raw_target), pick(weight)
         n, d = E.shape
         self._preflight(n, d)
-        self._feature_categories = cats
         rules = make_rules(E, self.split_type)
         self.n_rules_ = rules.n_rules
-        obj = make_objective(n, **obj_kw)
-        deadline = clock.deadline
+        obj = make_objective(n, labels=labels, n_classes=n_classes, target=target, weight=weight)
         sol = solve(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
-                    depth=self.max_depth, deadline=deadline,
+                    depth=self.max_depth, deadline=clock.deadline,
                     progress=self._progress if self.verbose else None)
         if sol.tree is None and sol.optimal:
             raise ValueError(
@@ -164,7 +185,12 @@ class _OptimalTreeBase(TreeEstimator):
         if sol.tree is None:  # stopped before any feasible tree: a single leaf
             root = Node(-1, np.ones(n, dtype=bool))
             sol = Solution(float(K.leaf_cost(_all_bits(n), obj)), root, (), False, sol.n_examined, sol.n_total)
-        self.tree_ = self._build_tree(sol.tree, rules, E, cats, obj_kw)
+        leaf_kw = {"weight": weight}
+        if labels is not None:
+            leaf_kw.update(labels=labels, n_classes=n_classes)
+        else:
+            leaf_kw["target"] = raw_target
+        self.tree_ = self._build_tree(sol.tree, rules, E, cats, leaf_kw)
         self.objective_ = float(sol.cost) * scale
         self.optimal_ = bool(sol.optimal)
         self.n_combinations_ = sol.n_examined
@@ -175,17 +201,13 @@ class _OptimalTreeBase(TreeEstimator):
             f"(objective {self.objective_:.6g}), not certified optimal",
         )
 
-    def _build_tree(self, root: Node, rules: RuleSet, E: np.ndarray, cats: list, obj_kw: dict) -> Tree:
+    def _build_tree(self, root: Node, rules: RuleSet, E: np.ndarray, cats: list, leaf_kw: dict) -> Tree:
         classes = getattr(self, "classes_", None)
         builder = TreeBuilder(
             n_features=E.shape[1], classes=classes,
             task="classification" if classes is not None else "regression",
             feature_names=self._feature_names(), feature_categories=cats,
         )
-        leaf_kw = {k: obj_kw[k] for k in ("labels", "n_classes", "weight") if k in obj_kw}
-        if "target" in obj_kw:
-            leaf_kw["target"] = self._y_raw
-
         def add(node: Node, depth: int) -> int:
             counts, value = leaf_value(node.points, **leaf_kw)
             i = builder.add_node(counts, value, depth)
@@ -330,16 +352,38 @@ class OptimalTreeClassifier(ClassifierMixin, _OptimalTreeBase):
         clock = self._start_clock()
         w = _check_weights(sample_weight, len(y_enc))
         self.classes_ = classes
-        self._fit_common(X, clock, {"labels": y_enc, "n_classes": len(classes), "weight": w})
+        self._fit_common(X, clock, weight=w, labels=y_enc, n_classes=len(classes))
         return self
 
-    def predict_proba(self, X) -> np.ndarray:
-        """Class proportions (weighted) of the training samples in each sample's leaf."""
-        return self.tree_.value[self.apply(X)].copy()
+    _predict_methods = ("map",)
+
+    def predict_proba(self, X, method: str = "map") -> np.ndarray:
+        """Class proportions (weighted) of the training samples in each sample's leaf.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features_in_)
+        method : {"map"}, default="map"
+            The shared ``predict_proba`` vocabulary: one tree is found, so
+            only "map" (predict with ``tree_``) applies.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        self._method(method)
+        leaves = self.apply(X)  # checks that the estimator is fitted first
+        return self.tree_.value[leaves].copy()
 
     def predict(self, X) -> np.ndarray:
         """The majority class of each sample's leaf (ties: the first class)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # checks that the estimator is fitted first
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
 
 
 class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
@@ -396,14 +440,13 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
         spread = float(np.sqrt(np.dot(ww, (y - center) ** 2) / sw)) if sw > 0 else 0.0
         if not (np.isfinite(spread) and spread > 0):
             spread = 1.0
-        self._y_raw = y
-        self._fit_common(X, clock, {"target": (y - center) / spread, "weight": w}, scale=spread**2)
-        del self._y_raw
+        self._fit_common(X, clock, weight=w, target=(y - center) / spread, raw_target=y, scale=spread**2)
         return self
 
     def predict(self, X) -> np.ndarray:
         """The weighted mean training target of each sample's leaf."""
-        return self.tree_.value[self.apply(X), 0].copy()
+        leaves = self.apply(X)  # checks that the estimator is fitted first
+        return self.tree_.value[leaves, 0].copy()
 
 
 @register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None)])
