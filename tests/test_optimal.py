@@ -323,6 +323,58 @@ def test_t16_and_t13_wrong_fusion():
 
 
 # ---------------------------------------------------------------------------
+# the depth-2 axis-parallel path against the DP
+# ---------------------------------------------------------------------------
+
+
+def test_depth2_path_matches_the_dp():
+    from arboretum.optimal.depth2 import applies, solve_depth2
+
+    rng = np.random.default_rng(31)
+    n_cases = 0
+    for trial in range(30):
+        n = 8 + trial % 5
+        X, y = random_data(rng, n, d=2 + trial % 2, classes=2 + trial % 2, grid=4 if trial % 3 == 0 else None)
+        w = rng.integers(1, 4, size=n).astype(float) if trial % 4 == 1 else None
+        t = rng.normal(size=n)
+        rules = axis_rules(X)
+        objs = [make_objective(n, labels=y, n_classes=int(y.max()) + 1, weight=w),
+                make_objective(n, target=t, weight=w)]
+        for obj in objs:
+            for k, depth, nmin in [(1, None, 1), (2, None, 1), (2, None, 3), (3, 2, 1), (3, 2, 2), (2, 1, 1),
+                                   (3, 2, 0)]:
+                assert applies("axis", k, False, depth)
+                fast = solve_depth2(X, obj, k, nmin=nmin, depth=depth)
+                dp = solve(rules, obj, k, nmin=nmin, depth=depth)
+                assert fast.cost == pytest.approx(dp.cost, rel=1e-9, abs=1e-9), (trial, k, depth, nmin)
+                if fast.tree is not None:
+                    leaves = fast.tree.leaves()
+                    assert sum(np_cost(leaf.points, labels=y if obj.mode != K.SQUARED else None, target=t, weight=w)
+                               for leaf in leaves) == pytest.approx(fast.cost, rel=1e-9, abs=1e-9)
+                    assert all(leaf.points.sum() >= nmin for leaf in leaves)
+                    assert fast.tree.depth() <= (depth or 2) and len(fast.tree.rules()) <= k
+                    # the tree is proper (every rule's defining point in its node's region): the DP over
+                    # exactly its rules finds it, or one as good
+                    used = fast.tree.rules()
+                    if used:
+                        c = sodt_tree(used, rules, obj, nmin=nmin, depth=depth)[0]
+                        assert dp.cost - 1e-9 <= c <= fast.cost + 1e-9
+                n_cases += 1
+    assert n_cases >= 400
+
+
+def test_depth2_estimator_agrees_with_the_generic_path():
+    rng = np.random.default_rng(37)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    fast = OptimalTreeClassifier(max_splits=3, max_depth=2).fit(X, y)
+    rules = axis_rules(X)
+    obj = make_objective(40, labels=y, n_classes=2)
+    assert fast.objective_ == solve(rules, obj, 3, depth=2, nmin=1).cost
+    assert fast.objective_ == (fast.predict(X) != y).sum()
+
+
+# ---------------------------------------------------------------------------
 # invariants of the fitted trees
 # ---------------------------------------------------------------------------
 

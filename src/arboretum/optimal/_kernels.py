@@ -16,7 +16,7 @@ Pruning (exact).  All leaf costs are non-negative and the combiner is ``+``,
 so a tree costs at least the cost of any of its subtrees.  Every frame of the
 recursion carries an upper bound ``ub``: the value below which its result can
 still improve the caller's best.  A frame returns its exact optimum when it is
-below ``ub``, and some value ``>= ub`` otherwise; a root candidate whose left
+below ``ub``, and ``inf`` otherwise; a root candidate whose left
 subtree already costs ``>= best`` is skipped without solving its right
 subtree, whose bound is ``best - left``.  The top frame's bound is the
 incumbent over all combinations, so a combination that cannot beat it stops as
@@ -159,13 +159,14 @@ class Work(NamedTuple):
     f_minus: np.ndarray  #: (K + 2,) int64: its right rule subset
     f_phase: np.ndarray  #: (K + 2,) int64
     f_best: np.ndarray  #: (K + 2,) float64
+    f_ub: np.ndarray  #: (K + 2,) float64: the frame's bound as given
     f_left: np.ndarray  #: (K + 2,) float64: cost of the left subtree of the root being tried
 
 
 def make_work(K: int, n_words: int) -> Work:
     z = lambda: np.zeros(K + 2, dtype=np.int64)  # noqa: E731
     return Work(np.zeros((max(K, 1), max(K, 1)), dtype=np.int64), np.zeros((K + 2, n_words), dtype=np.uint64),
-                z(), z(), z(), z(), z(), z(), np.zeros(K + 2), np.zeros(K + 2))
+                z(), z(), z(), z(), z(), z(), np.zeros(K + 2), np.zeros(K + 2), np.zeros(K + 2))
 
 
 _ENTER = 0
@@ -179,8 +180,8 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
     """``sodt`` of the combination ``comb`` (spec eq. 17) with the constraints fused (§3.9).
 
     Returns the optimal cost of a proper tree using exactly the rules of
-    ``comb`` when it is below ``ub``, else a value ``>= ub`` (``inf`` when no
-    proper tree satisfies the constraints).  ``nmin``: fewest points in a
+    ``comb`` when it is below ``ub``, else ``inf`` (also when no proper tree
+    satisfies the constraints).  ``nmin``: fewest points in a
     leaf; ``depth``: most splits on a root-to-leaf path (-1: any).
     """
     K = comb.shape[0]
@@ -194,6 +195,7 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
     f_minus = work.f_minus
     f_phase = work.f_phase
     f_best = work.f_best
+    f_ub = work.f_ub
     f_left = work.f_left
     W = all_bits.shape[0]
     for w in range(W):
@@ -202,6 +204,7 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
     f_depth[0] = depth
     f_phase[0] = _ENTER
     f_best[0] = ub
+    f_ub[0] = ub
     L = 0
     ret = INF
     while True:
@@ -259,7 +262,9 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
                         break
                 a += 1
             if found < 0:
-                ret = f_best[L]
+                # "no improvement" is inf, never the bound itself: a right subtree's bound is
+                # best - left, and left + (best - left) may round below best
+                ret = f_best[L] if f_best[L] < f_ub[L] else INF
                 L -= 1
                 if L < 0:
                     return ret
@@ -275,6 +280,7 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
             f_depth[L + 1] = f_depth[L] - 1 if f_depth[L] > 0 else -1
             f_phase[L + 1] = _ENTER
             f_best[L + 1] = f_best[L]
+            f_ub[L + 1] = f_best[L]
             L += 1
             continue
         if phase == _AFTER_LEFT:
@@ -290,6 +296,7 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
             f_depth[L + 1] = f_depth[L] - 1 if f_depth[L] > 0 else -1
             f_phase[L + 1] = _ENTER
             f_best[L + 1] = f_best[L] - ret
+            f_ub[L + 1] = f_best[L + 1]
             L += 1
             continue
         # _AFTER_RIGHT

@@ -19,7 +19,8 @@ from ..binarizer import _sorted_labels
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import HYPERPLANE, THRESHOLD, Tree, TreeBuilder
 from . import _kernels as K
-from .rules import AXIS, MAX_HYPERPLANE_DIM, RuleSet, make_rules, n_hyperplane_subsets, routing_plane
+from . import depth2
+from .rules import AXIS, MAX_HYPERPLANE_DIM, axis_thresholds, make_rules, n_hyperplane_subsets, routing_plane
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
 
 __all__ = ["OptimalTreeClassifier", "OptimalTreeRegressor", "MAX_COMBINATIONS", "MAX_RULE_BYTES"]
@@ -110,8 +111,9 @@ class _OptimalTreeBase(TreeEstimator):
             "rule_bytes": m * ((n + 63) // 64) * 8,
         }
 
-    def _preflight(self, n: int, d: int) -> None:
-        """Refuse, before any work and with advice, a request that cannot finish."""
+    def _preflight(self, n: int, d: int, fast: bool = False) -> None:
+        """Refuse, before any work and with advice, a request that cannot finish (``fast``: the
+        depth-2 axis path, which enumerates no combinations and stores no rules)."""
         if self.split_type == "hyperplane" and d > MAX_HYPERPLANE_DIM:
             raise ValueError(
                 f"split_type='hyperplane' supports at most {MAX_HYPERPLANE_DIM} features; X has {d}. "
@@ -122,6 +124,8 @@ class _OptimalTreeBase(TreeEstimator):
             "lower max_splits, set max_depth, subsample the rows"
             + (", select fewer features or use split_type='axis'" if self.split_type == "hyperplane" else "")
         )
+        if fast:
+            return
         if cost["rule_bytes"] > MAX_RULE_BYTES:
             raise ValueError(
                 f"{type(self).__name__}: {cost['n_rules']:,} candidate {self.split_type} rules on {n} samples "
@@ -167,13 +171,29 @@ class _OptimalTreeBase(TreeEstimator):
         pick = lambda a: None if a is None else a[order]  # noqa: E731
         labels, target, raw_target, weight = pick(labels), pick(target), pick(raw_target), pick(weight)
         n, d = E.shape
-        self._preflight(n, d)
-        rules = make_rules(E, self.split_type)
-        self.n_rules_ = rules.n_rules
+        fast = depth2.applies(self.split_type, self.max_splits, self.exact_splits, self.max_depth)
+        self._preflight(n, d, fast)
         obj = make_objective(n, labels=labels, n_classes=n_classes, target=target, weight=weight)
-        sol = solve(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
-                    depth=self.max_depth, deadline=clock.deadline,
-                    progress=self._progress if self.verbose else None)
+        if fast:
+            self.n_rules_ = n * d
+            sol = depth2.solve_depth2(E, obj, self.max_splits, nmin=self.min_samples_leaf, depth=self.max_depth,
+                                      deadline=clock.deadline)
+            thresholds = [axis_thresholds(E[:, j]) for j in range(d)]
+
+            def split_of(r: int) -> tuple:
+                return THRESHOLD, r // n, float(thresholds[r // n][r % n]), None
+        else:
+            rules = make_rules(E, self.split_type)
+            self.n_rules_ = rules.n_rules
+            sol = solve(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
+                        depth=self.max_depth, deadline=clock.deadline,
+                        progress=self._progress if self.verbose else None)
+
+            def split_of(r: int) -> tuple:
+                if rules.kind[r] == AXIS:
+                    return THRESHOLD, int(rules.feature[r]), float(rules.threshold[r]), None
+                coef, thr = routing_plane(rules, r, E)
+                return HYPERPLANE, None, thr, coef
         if sol.tree is None and sol.optimal:
             raise ValueError(
                 f"{type(self).__name__}: no tree with {'exactly' if self.exact_splits else 'at most'} "
@@ -190,7 +210,7 @@ class _OptimalTreeBase(TreeEstimator):
             leaf_kw.update(labels=labels, n_classes=n_classes)
         else:
             leaf_kw["target"] = raw_target
-        self.tree_ = self._build_tree(sol.tree, rules, E, cats, leaf_kw)
+        self.tree_ = self._build_tree(sol.tree, split_of, E.shape[1], cats, leaf_kw)
         self.objective_ = float(sol.cost) * scale
         self.optimal_ = bool(sol.optimal)
         self.n_combinations_ = sol.n_examined
@@ -201,10 +221,11 @@ class _OptimalTreeBase(TreeEstimator):
             f"(objective {self.objective_:.6g}), not certified optimal",
         )
 
-    def _build_tree(self, root: Node, rules: RuleSet, E: np.ndarray, cats: list, leaf_kw: dict) -> Tree:
+    def _build_tree(self, root: Node, split_of, n_features: int, cats: list, leaf_kw: dict) -> Tree:
+        """The :class:`Tree` of ``root``; ``split_of(rule)`` gives ``(kind, feature, threshold, coef)``."""
         classes = getattr(self, "classes_", None)
         builder = TreeBuilder(
-            n_features=E.shape[1], classes=classes,
+            n_features=n_features, classes=classes,
             task="classification" if classes is not None else "regression",
             feature_names=self._feature_names(), feature_categories=cats,
         )
@@ -214,12 +235,8 @@ class _OptimalTreeBase(TreeEstimator):
             if node.rule >= 0:
                 left = add(node.left, depth + 1)
                 right = add(node.right, depth + 1)
-                r = node.rule
-                if rules.kind[r] == AXIS:
-                    builder.set_split(i, THRESHOLD, int(rules.feature[r]), float(rules.threshold[r]), left, right)
-                else:
-                    coef, thr = routing_plane(rules, r, E)
-                    builder.set_split(i, HYPERPLANE, None, thr, left, right, coef=coef)
+                kind, feature, threshold, coef = split_of(node.rule)
+                builder.set_split(i, kind, feature, threshold, left, right, coef=coef)
             return i
 
         add(root, 0)
@@ -449,7 +466,7 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
         return self.tree_.value[leaves, 0].copy()
 
 
-@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None)])
+@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_roots, None)])
 def _warm() -> None:
     """Compile the kernels on a tiny problem (classification with and without weights, regression)."""
     from .rules import axis_rules
@@ -459,4 +476,6 @@ def _warm() -> None:
     labels = np.array([0, 1, 1, 0])
     for kw in ({"labels": labels, "n_classes": 2}, {"labels": labels, "n_classes": 2, "weight": np.arange(1.0, 5.0)},
                {"target": X[:, 0]}):
-        solve(rules, make_objective(4, **kw), 2, depth=2, nmin=1)
+        obj = make_objective(4, **kw)
+        solve(rules, obj, 2, depth=2, nmin=1)
+        depth2.solve_depth2(X, obj, 3, depth=2, nmin=1)

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._numba import n_words, pack_columns
 
-__all__ = ["RuleSet", "axis_rules", "hyperplane_rules", "make_rules", "n_hyperplane_subsets",
+__all__ = ["RuleSet", "axis_rules", "axis_thresholds", "hyperplane_rules", "make_rules", "n_hyperplane_subsets",
            "MAX_HYPERPLANE_DIM", "AXIS", "HYPER"]
 
 #: Rule kinds.
@@ -114,6 +114,19 @@ def _empty(n_samples: int, n_features: int, max_defs: int, planes: bool) -> Rule
     )
 
 
+def axis_thresholds(col: np.ndarray) -> np.ndarray:
+    """For every value of ``col``, the threshold ``t`` the fitted tree uses for ``x <= value``: a short
+    decimal between the value and the next larger value of the column (the value itself for the
+    largest), so that ``x <= t`` and ``x <= value`` send the same training points left."""
+    from ..binarizer import short_threshold
+
+    values = np.unique(col)
+    nxt = np.empty(values.size)
+    nxt[:-1] = [short_threshold(float(a), float(b)) for a, b in zip(values[:-1], values[1:])]
+    nxt[-1] = values[-1]
+    return nxt[np.searchsorted(values, col)]
+
+
 def axis_rules(X: np.ndarray) -> RuleSet:
     """The axis-parallel rules ``x_d <= x_{n,d}``, one per (feature ``d``, sample ``n``), feature-major.
 
@@ -126,25 +139,18 @@ def axis_rules(X: np.ndarray) -> RuleSet:
     RuleSet
         ``n_samples * n_features`` rules; rule ``d * n_samples + n`` is defined by sample ``n``.
     """
-    from ..binarizer import short_threshold
-
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
-    masks = np.empty((n, n * d), dtype=bool)
-    thresholds = np.empty(n * d)
-    for j in range(d):
+    pos = np.empty((n * d, n_words(n)), dtype=np.uint64)
+    for j in range(d):  # one feature at a time: n x n booleans at most
         col = X[:, j]
-        masks[:, j * n:(j + 1) * n] = col[:, None] <= col[None, :]
-        values = np.unique(col)
-        nxt = {float(a): short_threshold(float(a), float(b)) for a, b in zip(values[:-1], values[1:])}
-        nxt[float(values[-1])] = float(values[-1])
-        thresholds[j * n:(j + 1) * n] = [nxt[float(v)] for v in col]
+        pos[j * n:(j + 1) * n] = pack_columns(col[:, None] <= col[None, :])
     return RuleSet(
-        pos=pack_columns(masks),
+        pos=pos,
         defs=np.tile(np.arange(n, dtype=np.int64), d).reshape(-1, 1),
         kind=np.full(n * d, AXIS, dtype=np.int8),
         feature=np.repeat(np.arange(d, dtype=np.int64), n),
-        threshold=thresholds,
+        threshold=np.concatenate([axis_thresholds(X[:, j]) for j in range(d)]),
         planes=None,
         assign=np.zeros(n * d, dtype=np.int64),
         n_samples=n,
