@@ -73,36 +73,37 @@ def _add(stats, i, mode, label, weight, target, sign):
 
 
 @njit(cache=True)
-def depth2_roots(X, order, mode, n_stats, label, weight, target, nmin, max_k, d1, t_lo, t_hi, best, rec):
+def depth2_roots(X, order, xs, stat_s, mode, n_stats, label, weight, target, nmin, max_k, d1, t_lo, t_hi,
+                 best, rec):
     """Try the root splits ``x[:, d1] <= x[order[d1, t], d1]`` for ``t`` in ``[t_lo, t_hi)``.
 
+    ``xs[d, t]`` is ``X[order[d, t], d]`` and ``stat_s[d, t]`` the index of
+    ``order[d, t]``'s statistic (its class, or 0 for regression), both in
+    sorted order so that the inner scan reads memory in sequence.
     ``best[k]`` (k = 1, 2, 3) holds the best cost found with k splits so far and
     ``rec[k]`` its tree: ``(d1, t1, d2 left, t2 left, d2 right, t2 right)``
     (-1 where that side is a leaf); only strictly better trees replace them.
     """
     N, D = X.shape
-    inL = np.zeros(N, dtype=np.bool_)
-    totL = np.zeros(n_stats)
-    totR = np.zeros(n_stats)
-    preL = np.zeros(n_stats)
-    preR = np.zeros(n_stats)
+    side = np.zeros(N, dtype=np.int64)  # 0: left of the root, 1: right
+    tot = np.zeros(2 * n_stats)
+    pre = np.zeros(2 * n_stats)
     tmp = np.zeros(n_stats)
+    cnt = np.zeros(2, dtype=np.int64)
     col1 = order[d1]
     for t1 in range(t_lo, t_hi):
-        if X[col1[t1], d1] == X[col1[t1 + 1], d1]:
+        if xs[d1, t1] == xs[d1, t1 + 1]:
             continue  # not a boundary between distinct values
         nL = t1 + 1
         nR = N - nL
-        inL[:] = False
+        side[:] = 1
         for u in range(nL):
-            inL[col1[u]] = True
-        totL[:] = 0.0
-        totR[:] = 0.0
+            side[col1[u]] = 0
+        tot[:] = 0.0
         for i in range(N):
-            if inL[i]:
-                _add(totL, i, mode, label, weight, target, 1.0)
-            else:
-                _add(totR, i, mode, label, weight, target, 1.0)
+            _add(tot[side[i] * n_stats:(side[i] + 1) * n_stats], i, mode, label, weight, target, 1.0)
+        totL = tot[:n_stats]
+        totR = tot[n_stats:]
         leafL = _cost(totL, mode) if nL >= nmin else np.inf
         leafR = _cost(totR, mode) if nR >= nmin else np.inf
         sL = np.inf
@@ -114,32 +115,43 @@ def depth2_roots(X, order, mode, n_stats, label, weight, target, nmin, max_k, d1
         if max_k >= 2:
             for d2 in range(D):
                 col = order[d2]
-                preL[:] = 0.0
-                preR[:] = 0.0
-                cL = 0
-                cR = 0
+                xcol = xs[d2]
+                scol = stat_s[d2]
+                pre[:] = 0.0
+                cnt[:] = 0
+                doneL = -1  # the left prefix size last evaluated (a prefix is evaluated once)
+                doneR = -1
                 for t in range(N - 1):
                     i = col[t]
-                    if inL[i]:
-                        _add(preL, i, mode, label, weight, target, 1.0)
-                        cL += 1
+                    sd = side[i]
+                    cnt[sd] += 1
+                    if mode == 2:
+                        w = weight[i]
+                        y = target[i]
+                        base = sd * 3
+                        pre[base] += w
+                        pre[base + 1] += w * y
+                        pre[base + 2] += w * y * y
                     else:
-                        _add(preR, i, mode, label, weight, target, 1.0)
-                        cR += 1
-                    if X[i, d2] == X[col[t + 1], d2]:
+                        pre[sd * n_stats + scol[t]] += weight[i]
+                    if xcol[t] == xcol[t + 1]:
                         continue
-                    if cL >= nmin and nL - cL >= nmin and cL > 0 and cL < nL:
+                    cL = cnt[0]
+                    cR = cnt[1]
+                    if cL != doneL and cL >= nmin and nL - cL >= nmin and cL < nL:
+                        doneL = cL
                         for s in range(n_stats):
-                            tmp[s] = totL[s] - preL[s]
-                        c = _cost(preL, mode) + _cost(tmp, mode)
+                            tmp[s] = totL[s] - pre[s]
+                        c = _cost(pre[:n_stats], mode) + _cost(tmp, mode)
                         if c < sL:
                             sL = c
                             dL = d2
                             tL = t
-                    if cR >= nmin and nR - cR >= nmin and cR > 0 and cR < nR:
+                    if cR != doneR and cR >= nmin and nR - cR >= nmin and cR < nR:
+                        doneR = cR
                         for s in range(n_stats):
-                            tmp[s] = totR[s] - preR[s]
-                        c = _cost(preR, mode) + _cost(tmp, mode)
+                            tmp[s] = totR[s] - pre[n_stats + s]
+                        c = _cost(pre[n_stats:], mode) + _cost(tmp, mode)
                         if c < sR:
                             sR = c
                             dR = d2
@@ -214,6 +226,8 @@ def solve_depth2(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: i
     mode = 2 if obj.mode == SQUARED else 1
     n_stats = 3 if mode == 2 else obj.counts.shape[0]
     order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
+    xs = np.ascontiguousarray(np.take_along_axis(X.T, order, axis=1))
+    stat_s = np.ascontiguousarray(obj.label[order]) if mode != 2 else np.zeros_like(order)
     best = np.full(4, np.inf)
     rec = np.full((4, 6), -1, dtype=np.int64)
     everything = np.ones(N, dtype=bool)
@@ -227,7 +241,7 @@ def solve_depth2(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: i
                 optimal = False
                 break
             hi = min(N - 1, lo + step)
-            depth2_roots(X, order, mode, n_stats, obj.label, obj.weight, obj.target, nmin, max_k, d1, lo, hi,
+            depth2_roots(X, order, xs, stat_s, mode, n_stats, obj.label, obj.weight, obj.target, nmin, max_k, d1, lo, hi,
                          best, rec)
             examined += hi - lo
         if not optimal:
