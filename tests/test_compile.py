@@ -54,10 +54,17 @@ def _fits():
         ("pcfg", lambda: arboretum.PCFGTreeClassifier(time_limit=10).fit(Xr[:150], yr[:150] > 1)),
         ("smc", lambda: arboretum.SMCTreeSampler(n_particles=30, random_state=0).fit(hep.data, hep.target)),
         ("mcmc", lambda: arboretum.MCMCTreeSampler(n_iterations=200, random_state=0).fit(hep.data, hep.target)),
+        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=3).fit(Xr[:40], yr[:40] > 1)),
+        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=3, max_depth=2).fit(
+            Xr[:60], yr[:60] > 1, sample_weight=np.arange(60) % 3 + 0.5)),
+        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=2, split_type="hyperplane").fit(
+            Xr[:15, :2], yr[:15] > 1)),
+        ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=2).fit(Xr[:50], yr[:50])),
+        ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=3).fit(Xr[:25], yr[:25])),
     ]
 
 
-@pytest.mark.parametrize("i", range(7))
+@pytest.mark.parametrize("i", range(12))
 def test_a_fit_after_the_warm_up_compiles_nothing(i):
     family, fit = _fits()[i]
     _compile.warm_up(family)
@@ -75,7 +82,8 @@ def test_a_fit_after_the_warm_up_compiles_nothing(i):
 
 
 def test_families_are_registered_and_cached_after_warm_up():
-    assert set(_compile.families()) >= {"maptree-classification", "maptree-regression", "pcfg", "smc", "mcmc"}
+    assert set(_compile.families()) >= {"maptree-classification", "maptree-regression", "pcfg", "smc", "mcmc",
+                                        "optimal"}
     for family in _compile.families():
         _compile.warm_up(family)
         assert _compile.is_warm(family)
