@@ -197,6 +197,20 @@ def test_sodt_of_every_combination_matches_its_permutations():
             assert sodt_tree(comb, rules, obj)[0] == want
 
 
+def test_incumbent_bound_keeps_the_first_optimum():
+    rng = np.random.default_rng(41)
+    for trial in range(10):
+        X, y = random_data(rng, 9, classes=2 + trial % 2, grid=4 if trial % 2 else None)
+        rules = axis_rules(X)
+        obj = make_objective(9, labels=y, n_classes=int(y.max()) + 1)
+        for k in (2, 3):
+            plain = solve(rules, obj, k, nmin=1)
+            bounded = solve(rules, obj, k, nmin=1, incumbent=plain.cost)
+            assert (bounded.cost, bounded.combination) == (plain.cost, plain.combination)
+            assert bounded.n_examined == plain.n_examined
+            assert solve(rules, obj, k, nmin=1, incumbent=plain.cost - 0.5).tree is None
+
+
 def test_regression_and_weights_match_bruteforce():
     rng = np.random.default_rng(11)
     for trial in range(8):

@@ -185,9 +185,18 @@ class _OptimalTreeBase(TreeEstimator):
         else:
             rules = make_rules(E, self.split_type)
             self.n_rules_ = rules.n_rules
+            greedy = None
+            if self.split_type == "axis" and not self.exact_splits and self.max_splits >= 1:
+                greedy = self._greedy(E, obj, labels, target, weight)
+            incumbent = None
+            if greedy is not None:  # a little above its cost: the DP may sum the same leaves in another order
+                incumbent = greedy.cost * (1 + 1e-12) + 1e-300 if obj.mode == K.SQUARED else greedy.cost
             sol = solve(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
                         depth=self.max_depth, deadline=clock.deadline,
-                        progress=self._progress if self.verbose else None)
+                        progress=self._progress if self.verbose else None, incumbent=incumbent)
+            if sol.tree is None and greedy is not None:  # nothing beat the greedy tree (stopped, or rounding)
+                greedy.optimal, greedy.n_examined, greedy.n_total = sol.optimal, sol.n_examined, sol.n_total
+                sol = greedy
 
             def split_of(r: int) -> tuple:
                 if rules.kind[r] == AXIS:
@@ -220,6 +229,37 @@ class _OptimalTreeBase(TreeEstimator):
             f"returning the best tree of {sol.n_examined:,} of {sol.n_total:,} combinations of rules "
             f"(objective {self.objective_:.6g}), not certified optimal",
         )
+
+    def _greedy(self, E: np.ndarray, obj, labels, target, weight) -> Solution | None:
+        """A CART tree with at most ``max_splits`` splits under the same constraints, as a tree of
+        the axis rules (each threshold moved to the largest value of its node at or below it, whose
+        point defines the rule): a feasible proper tree whose cost bounds the search (spec item 4)."""
+        from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+        from .._numba import pack_rows_mask
+
+        n = E.shape[0]
+        if n < 2 * max(1, self.min_samples_leaf):
+            return None
+        kw = dict(max_leaf_nodes=self.max_splits + 1, max_depth=self.max_depth,
+                  min_samples_leaf=max(1, self.min_samples_leaf), random_state=0)
+        cart = DecisionTreeClassifier(**kw) if labels is not None else DecisionTreeRegressor(**kw)
+        cart.fit(E, labels if labels is not None else target, sample_weight=weight)
+        t = cart.tree_
+
+        def node(i: int, mask: np.ndarray) -> Node:
+            if t.children_left[i] < 0:
+                return Node(-1, mask)
+            f = int(t.feature[i])
+            go = E[:, f] <= t.threshold[i]
+            cand = np.flatnonzero(mask & go)
+            v = E[cand, f].max()
+            r = f * n + int(cand[E[cand, f] == v][0])
+            return Node(r, mask, node(int(t.children_left[i]), mask & go), node(int(t.children_right[i]), mask & ~go))
+
+        root = node(0, np.ones(n, dtype=bool))
+        cost = sum(float(K.leaf_cost(pack_rows_mask(leaf.points), obj)) for leaf in root.leaves())
+        return Solution(cost, root, tuple(root.rules()), False)
 
     def _build_tree(self, root: Node, split_of, n_features: int, cats: list, leaf_kw: dict) -> Tree:
         """The :class:`Tree` of ``root``; ``split_of(rule)`` gives ``(kind, feature, threshold, coef)``."""

@@ -154,7 +154,7 @@ class Solution:
 
 def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = False, nmin: int = 0,
           depth: int | None = None, deadline: float | None = None,
-          progress: Callable[[int, int, float], None] | None = None) -> Solution:
+          progress: Callable[[int, int, float], None] | None = None, incumbent: float | None = None) -> Solution:
     """The optimal proper tree with exactly (``exact``) or at most ``max_splits`` rules.
 
     Parameters
@@ -175,6 +175,13 @@ def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = Fals
         best found (``optimal=False``).
     progress : callable, optional
         Called between chunks with ``(examined, total, best cost)``.
+    incumbent : float, optional
+        The cost of a tree known to be feasible (e.g. a greedy tree over the
+        same rules): the search starts with the bound just above it, so it
+        skips every combination that cannot reach it (exact: a combination
+        whose optimum is at most ``incumbent`` is still found, and the first
+        minimiser in order still wins).  If no combination reaches it, the
+        result has no tree.
 
     Returns
     -------
@@ -190,7 +197,7 @@ def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = Fals
     dep = -1 if depth is None else int(depth)
     ks = [max_splits] if exact else list(range(0, max_splits + 1))
     total = sum(math.comb(M, k) for k in ks)
-    best = np.array([math.inf])
+    best = np.array([math.inf if incumbent is None else float(np.nextafter(incumbent, math.inf))])
     best_k = -1
     best_comb = np.zeros(0, dtype=np.int64)
     examined = 0
