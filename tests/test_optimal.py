@@ -272,6 +272,20 @@ def test_t14_xor():
     assert hyper.n_rules == 24
     assert [solve(hyper, obj, k, exact=True).cost for k in (1, 2, 3)] == [1, 0, 0]
 
+    # the must-fail check: one orientation per pair (both defining points on one closed side) never
+    # reaches 0; both closed orientations do at K = 2 (spec §3.11 (b))
+    def only(keep):
+        from dataclasses import replace
+
+        return replace(hyper, pos=hyper.pos[keep], defs=hyper.defs[keep], kind=hyper.kind[keep],
+                       feature=hyper.feature[keep], threshold=hyper.threshold[keep], planes=hyper.planes[keep],
+                       assign=hyper.assign[keep])
+
+    for single in (hyper.assign == 0, hyper.assign == 3):
+        assert [solve(only(single), obj, k, exact=True).cost for k in (1, 2, 3)] == [1, 1, 1]
+    both = only((hyper.assign == 0) | (hyper.assign == 3))
+    assert both.n_rules == 12 and [solve(both, obj, k, exact=True).cost for k in (1, 2, 3)] == [1, 0, 0]
+
 
 def test_t15_eight_points_three_classes():
     X = np.array([(6, 9), (12, 10), (8, 9), (9, 5), (4, 6), (8, 6), (3, 5), (10, 0)], dtype=float)
