@@ -402,6 +402,41 @@ def test_depth2_estimator_agrees_with_the_generic_path():
     assert fast.objective_ == (fast.predict(X) != y).sum()
 
 
+def test_single_hyperplane_path_matches_the_dp():
+    from arboretum.optimal.hyper1 import solve_hyperplane1
+
+    rng = np.random.default_rng(43)
+    for trial in range(24):
+        d = 1 + trial % 3
+        n = 7 if d < 3 else 6
+        X, y = random_data(rng, n, d=d, classes=2 + trial % 2, grid=3 if trial % 4 == 0 else None)
+        if trial % 6 == 5:
+            X[2] = X[0]  # duplicates
+        w = rng.integers(1, 4, size=n).astype(float) if trial % 5 == 1 else None
+        t = rng.normal(size=n)
+        rules = hyperplane_rules(X)
+        for obj in (make_objective(n, labels=y, n_classes=int(y.max()) + 1, weight=w),
+                    make_objective(n, target=t, weight=w)):
+            for exact, nmin in [(True, 0), (False, 1), (True, 2)]:
+                got, rule1 = solve_hyperplane1(X, obj, exact=exact, nmin=nmin)
+                want = solve(rules, obj, 1, exact=exact, nmin=nmin)
+                assert got.cost == pytest.approx(want.cost, rel=1e-9, abs=1e-9), (trial, exact, nmin)
+                if exact and np.isfinite(want.cost) and obj.mode != K.SQUARED:
+                    assert got.cost == want.cost
+                    # the same rule: first minimiser in (subset, assignment) order
+                    r = want.combination[0]
+                    assert tuple(rules.defs[r]) == tuple(rule1.defs[0]) and rules.assign[r] == rule1.assign[0]
+
+
+def test_single_hyperplane_estimator_on_haberman_sized_data():
+    rng = np.random.default_rng(47)
+    X = rng.normal(size=(120, 2))
+    y = (X[:, 0] + 0.7 * X[:, 1] + 0.4 * rng.normal(size=120) > 0).astype(int)
+    clf = OptimalTreeClassifier(max_splits=1, split_type="hyperplane").fit(X, y)
+    assert clf.optimal_ and clf.objective_ == (clf.predict(X) != y).sum()
+    assert clf.objective_ <= OptimalTreeClassifier(max_splits=1).fit(X, y).objective_
+
+
 # ---------------------------------------------------------------------------
 # invariants of the fitted trees
 # ---------------------------------------------------------------------------
@@ -512,7 +547,7 @@ def test_preflight_refuses_absurd_requests_before_work():
     with pytest.raises(ValueError, match="combinations of rules .*lower max_splits"):
         est.fit(X, y)
     with pytest.raises(ValueError, match="GiB"):
-        OptimalTreeClassifier(split_type="hyperplane", max_splits=1).fit(X[:, :3], y)
+        OptimalTreeClassifier(split_type="hyperplane", max_splits=2).fit(X[:, :3], y)
 
 
 def test_time_limit_returns_the_best_tree_so_far():

@@ -19,7 +19,7 @@ from ..binarizer import _sorted_labels
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import HYPERPLANE, THRESHOLD, Tree, TreeBuilder
 from . import _kernels as K
-from . import depth2
+from . import depth2, hyper1
 from .rules import AXIS, MAX_HYPERPLANE_DIM, axis_thresholds, make_rules, n_hyperplane_subsets, routing_plane
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
 
@@ -172,7 +172,8 @@ class _OptimalTreeBase(TreeEstimator):
         labels, target, raw_target, weight = pick(labels), pick(target), pick(raw_target), pick(weight)
         n, d = E.shape
         fast = depth2.applies(self.split_type, self.max_splits, self.exact_splits, self.max_depth)
-        self._preflight(n, d, fast)
+        single = hyper1.applies(self.split_type, self.max_splits, d)
+        self._preflight(n, d, fast or single)
         obj = make_objective(n, labels=labels, n_classes=n_classes, target=target, weight=weight)
         if fast:
             self.n_rules_ = n * d
@@ -182,6 +183,14 @@ class _OptimalTreeBase(TreeEstimator):
 
             def split_of(r: int) -> tuple:
                 return THRESHOLD, r // n, float(thresholds[r // n][r % n]), None
+        elif single:
+            self.n_rules_ = n_hyperplane_subsets(n, d) * 2**d
+            sol, rule1 = hyper1.solve_hyperplane1(E, obj, exact=self.exact_splits, nmin=self.min_samples_leaf,
+                                                  deadline=clock.deadline)
+
+            def split_of(r: int) -> tuple:
+                coef, thr = routing_plane(rule1, r, E)
+                return HYPERPLANE, None, thr, coef
         else:
             rules = make_rules(E, self.split_type)
             self.n_rules_ = rules.n_rules
@@ -506,9 +515,11 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
         return self.tree_.value[leaves, 0].copy()
 
 
-@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_roots, None)])
+@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_roots, None),
+                               (hyper1.hyperplane1_chunk, None)])
 def _warm() -> None:
-    """Compile the kernels on a tiny problem (classification with and without weights, regression)."""
+    """Compile the kernels on a tiny problem (classification with and without weights, regression;
+    the generic DP, the depth-2 path and the single-hyperplane path)."""
     from .rules import axis_rules
 
     X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
@@ -519,3 +530,5 @@ def _warm() -> None:
         obj = make_objective(4, **kw)
         solve(rules, obj, 2, depth=2, nmin=1)
         depth2.solve_depth2(X, obj, 3, depth=2, nmin=1)
+        for dim in range(1, 4):
+            hyper1.solve_hyperplane1(np.c_[X, X[::-1]][:, :dim], obj, nmin=1)

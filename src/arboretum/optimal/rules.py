@@ -40,7 +40,8 @@ import numpy as np
 
 from .._numba import n_words, pack_columns
 
-__all__ = ["RuleSet", "axis_rules", "axis_thresholds", "hyperplane_rules", "make_rules", "n_hyperplane_subsets",
+__all__ = ["RuleSet", "axis_rules", "axis_thresholds", "hyperplane_rules", "hyperplane_subset_rules", "make_rules",
+           "n_hyperplane_subsets",
            "MAX_HYPERPLANE_DIM", "AXIS", "HYPER"]
 
 #: Rule kinds.
@@ -48,6 +49,8 @@ AXIS = 0
 HYPER = 1
 #: Largest dimension of the hyperplane family (cofactors by Laplace expansion, D! terms each).
 MAX_HYPERPLANE_DIM = 6
+#: Largest dimension of the numba single-hyperplane path (:mod:`.hyper1`, explicit cofactors).
+MAX_FAST_DIM = 3
 _EPS = np.finfo(np.float64).eps
 
 
@@ -294,38 +297,51 @@ def hyperplane_rules(X: np.ndarray) -> RuleSet:
             f"hyperplane rules need 1 to {MAX_HYPERPLANE_DIM} features; got {D} (C(N, D) * 2**D rules "
             f"would be far too many: select a few features first)"
         )
-    masks: list[np.ndarray] = []
-    defs: list[tuple[int, ...]] = []
-    planes: list[np.ndarray] = []
-    assigns: list[int] = []
-    for subset in itertools.combinations(range(n), D):
-        P = X[list(subset)]
-        s = _side_values(X, P, subset)
-        if s is None:
-            continue
-        wb = _cofactors(P[None])[0]
-        extra = np.flatnonzero(s == 0)
-        extra = extra[~np.isin(extra, subset)]
-        for a in range(2 ** D):
-            delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
-            left = s < 0
-            left[list(subset)] = delta < 0
-            if extra.size:
-                left[extra] = _delta_values(P, delta, X[extra]) <= 0
-            masks.append(left)
-            defs.append(subset)
-            planes.append(wb)
-            assigns.append(a)
-    if not masks:
+    parts = [hyperplane_subset_rules(X, subset) for subset in itertools.combinations(range(n), D)]
+    parts = [p for p in parts if p.n_rules]
+    if not parts:
         return _empty(n, D, D, planes=True)
     return RuleSet(
+        pos=np.concatenate([p.pos for p in parts]),
+        defs=np.concatenate([p.defs for p in parts]),
+        kind=np.concatenate([p.kind for p in parts]),
+        feature=np.concatenate([p.feature for p in parts]),
+        threshold=np.concatenate([p.threshold for p in parts]),
+        planes=np.concatenate([p.planes for p in parts]),
+        assign=np.concatenate([p.assign for p in parts]),
+        n_samples=n,
+    )
+
+
+def hyperplane_subset_rules(X: np.ndarray, subset: tuple[int, ...], only: int | None = None) -> RuleSet:
+    """The ``2**D`` rules of the plane through the points ``subset`` (none when they are affinely
+    dependent), in assignment order, or only assignment ``only``; see :func:`hyperplane_rules`."""
+    n, D = X.shape
+    P = X[list(subset)]
+    s = _side_values(X, P, subset)
+    if s is None:
+        return _empty(n, D, D, planes=True)
+    wb = _cofactors(P[None])[0]
+    extra = np.flatnonzero(s == 0)
+    extra = extra[~np.isin(extra, subset)]
+    masks = []
+    assigns = range(2**D) if only is None else [only]
+    for a in assigns:
+        delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
+        left = s < 0
+        left[list(subset)] = delta < 0
+        if extra.size:
+            left[extra] = _delta_values(P, delta, X[extra]) <= 0
+        masks.append(left)
+    m = len(masks)
+    return RuleSet(
         pos=pack_columns(np.stack(masks, axis=1)),
-        defs=np.array(defs, dtype=np.int64).reshape(len(defs), D),
-        kind=np.full(len(masks), HYPER, dtype=np.int8),
-        feature=np.full(len(masks), -1, dtype=np.int64),
-        threshold=np.zeros(len(masks)),
-        planes=np.array(planes),
-        assign=np.array(assigns, dtype=np.int64),
+        defs=np.tile(np.asarray(subset, dtype=np.int64), (m, 1)),
+        kind=np.full(m, HYPER, dtype=np.int8),
+        feature=np.full(m, -1, dtype=np.int64),
+        threshold=np.zeros(m),
+        planes=np.tile(wb, (m, 1)),
+        assign=np.array(list(assigns), dtype=np.int64),
         n_samples=n,
     )
 
