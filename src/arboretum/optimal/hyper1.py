@@ -8,10 +8,11 @@ no rule bitset is ever stored (``hyperplane_rules`` would need ``M * N`` bits:
 1.5 GB on Haberman).  Per subset it computes the plane's cofactors and the
 robust side of every point exactly as :func:`.rules._side_values` does, sums
 the statistics of both open sides once, and adds the ``D`` defining points to
-one side or the other for each of the ``2**D`` assignments.  A subset with
-further points on its plane (data not in general position) is left to
-:func:`.rules.hyperplane_rules`'s policy in Python, and the best of both is
-kept with the same order of ties (subset, then assignment).  ``D <= 3``.
+one side or the other for each of the ``2**D`` assignments; further points on
+the plane (data not in general position) follow the on-plane policy of
+:func:`.rules.hyperplane_rules` (the tilt ``delta``, through their barycentric
+coordinates).  Ties: the first subset, then assignment, as in the DP.
+``D <= 3``.
 """
 
 from __future__ import annotations
@@ -36,47 +37,70 @@ def applies(split_type: str, max_splits: int, n_features: int) -> bool:
 
 
 @njit(cache=True, inline="always")
-def _det2(a, b, c, d):
-    return a * d - b * c
+def _a(P, i, c, k, absolute):
+    """Entry ``(i, c)`` of ``[P, 1]`` with column ``k`` deleted (absolute value if asked); no allocation."""
+    j = c if c < k else c + 1
+    v = 1.0 if j == P.shape[0] else P[i, j]
+    return abs(v) if absolute else v
 
 
 @njit(cache=True)
 def _plane(P, wb, absolute):
-    """Cofactors ``(w, b)`` of ``det([[P, 1], [x, 1]])`` for D = 1, 2, 3 (as :func:`.rules._cofactors`)."""
+    """Cofactors ``(w, b)`` of ``det([[P, 1], [x, 1]])`` for D = 1, 2, 3 (as :func:`.rules._cofactors`,
+    the same products in the same order); with ``absolute`` the permanents of ``|[P, 1]|``."""
     D = P.shape[0]
-    A = np.empty((D, D + 1))
-    for i in range(D):
-        for j in range(D):
-            A[i, j] = abs(P[i, j]) if absolute else P[i, j]
-        A[i, D] = 1.0
     for k in range(D + 1):
-        # minor without column k
-        cols = np.empty(D, dtype=np.int64)
-        c = 0
-        for j in range(D + 1):
-            if j != k:
-                cols[c] = j
-                c += 1
         if D == 1:
-            m = A[0, cols[0]]
+            m = _a(P, 0, 0, k, absolute)
         elif D == 2:
-            if absolute:
-                m = A[0, cols[0]] * A[1, cols[1]] + A[0, cols[1]] * A[1, cols[0]]
-            else:
-                m = _det2(A[0, cols[0]], A[0, cols[1]], A[1, cols[0]], A[1, cols[1]])
+            p = _a(P, 0, 0, k, absolute) * _a(P, 1, 1, k, absolute)
+            q = _a(P, 0, 1, k, absolute) * _a(P, 1, 0, k, absolute)
+            m = p + q if absolute else p - q
         else:
-            a0 = A[0, cols[0]]
-            a1 = A[0, cols[1]]
-            a2 = A[0, cols[2]]
-            if absolute:
-                m = (a0 * (A[1, cols[1]] * A[2, cols[2]] + A[1, cols[2]] * A[2, cols[1]])
-                     + a1 * (A[1, cols[0]] * A[2, cols[2]] + A[1, cols[2]] * A[2, cols[0]])
-                     + a2 * (A[1, cols[0]] * A[2, cols[1]] + A[1, cols[1]] * A[2, cols[0]]))
-            else:
-                m = (a0 * _det2(A[1, cols[1]], A[1, cols[2]], A[2, cols[1]], A[2, cols[2]])
-                     - a1 * _det2(A[1, cols[0]], A[1, cols[2]], A[2, cols[0]], A[2, cols[2]])
-                     + a2 * _det2(A[1, cols[0]], A[1, cols[1]], A[2, cols[0]], A[2, cols[1]]))
+            m = 0.0
+            for c in range(3):
+                c1 = 0 if c != 0 else 1
+                c2 = 2 if c != 2 else 1
+                p = _a(P, 1, c1, k, absolute) * _a(P, 2, c2, k, absolute)
+                q = _a(P, 1, c2, k, absolute) * _a(P, 2, c1, k, absolute)
+                term = _a(P, 0, c, k, absolute) * (p + q if absolute else p - q)
+                m = m + term if absolute or c != 1 else m - term
         wb[k] = m if absolute or (D + k) % 2 == 0 else -m
+
+
+@njit(cache=True)
+def _barycentric(P, X, i, lam, row):
+    """Barycentric coordinates of the on-plane point ``X[i]`` w.r.t. the rows of ``P`` (D <= 3):
+    ``X[i] - p_0 = sum_k mu_k (p_k - p_0)`` by the normal equations (Cramer's rule), into ``lam[row]``."""
+    D = P.shape[0]
+    if D == 1:
+        lam[row, 0] = 1.0
+        return
+    e1 = P[1] - P[0]
+    r = X[i] - P[0]
+    if D == 2:
+        g = np.dot(e1, e1)
+        mu1 = np.dot(e1, r) / g if g > 0 else 0.0
+        lam[row, 0] = 1.0 - mu1
+        lam[row, 1] = mu1
+        return
+    e2 = P[2] - P[0]
+    g11 = np.dot(e1, e1)
+    g12 = np.dot(e1, e2)
+    g22 = np.dot(e2, e2)
+    b1 = np.dot(e1, r)
+    b2 = np.dot(e2, r)
+    det = g11 * g22 - g12 * g12
+    if det == 0.0:
+        lam[row, 0] = 1.0
+        lam[row, 1] = 0.0
+        lam[row, 2] = 0.0
+        return
+    mu1 = (b1 * g22 - b2 * g12) / det
+    mu2 = (g11 * b2 - g12 * b1) / det
+    lam[row, 0] = 1.0 - mu1 - mu2
+    lam[row, 1] = mu1
+    lam[row, 2] = mu2
 
 
 @njit(cache=True, inline="always")
@@ -91,13 +115,11 @@ def _add(stats, i, mode, label, weight, target):
 
 
 @njit(cache=True)
-def hyperplane1_chunk(X, comb, max_count, mode, n_stats, label, weight, target, nmin, best, best_sub, degenerate):
+def hyperplane1_chunk(X, comb, max_count, mode, n_stats, label, weight, target, nmin, best, best_sub):
     """Score the hyperplane rules of up to ``max_count`` D-subsets from ``comb`` on.
 
     ``best[0]`` / ``best_sub`` (subset then assignment) are replaced only by
-    strictly better rules.  Subsets with other points on their plane are
-    appended to ``degenerate`` (``degenerate[0, 0]`` counts them) for Python.
-    Returns ``(solved, finished)``.
+    strictly better rules.  Returns ``(solved, finished)``.
     """
     N, D = X.shape
     wb = np.empty(D + 1)
@@ -109,6 +131,8 @@ def hyperplane1_chunk(X, comb, max_count, mode, n_stats, label, weight, target, 
     left = np.zeros(n_stats)
     right = np.zeros(n_stats)
     gamma = 1.01 * (D + 3) * 2.220446049250313e-16
+    extra_idx = np.empty(N, dtype=np.int64)
+    lam = np.empty((N, D))
     done = 0
     while done < max_count:
         done += 1
@@ -142,40 +166,49 @@ def hyperplane1_chunk(X, comb, max_count, mode, n_stats, label, weight, target, 
                 else:
                     side[i] = 1
                     _add(poss, i, mode, label, weight, target)
-            # the defining points are on the plane; any other on-plane point goes to Python
-            extra = n_on
-            for k in range(D):
-                if side[comb[k]] == 0:
-                    extra -= 1
-            if extra > 0:
-                m = degenerate[0, 0] + 1
-                for k in range(D):
-                    degenerate[m, k] = comb[k]
-                degenerate[0, 0] = m
-                if m == degenerate.shape[0] - 1:  # full: let Python empty it
-                    if not next_combination(comb, N):
-                        return done, True
-                    return done, False
-            else:
-                for a in range(1 << D):
-                    left[:] = negs
-                    right[:] = poss
-                    nl = n_neg
+            # on-plane points other than the defining ones follow delta, the affine function with
+            # delta(p_k) = -1 (left) or +1 (right): delta(q) = sum_k lam_k delta(p_k), lam the
+            # barycentric coordinates of q (as rules.hyperplane_subset_rules, up to rounding)
+            n_extra = 0
+            for i in range(N):
+                if side[i] == 0:
+                    is_def = False
                     for k in range(D):
-                        i = comb[k]
-                        if (a >> (D - 1 - k)) & 1:
-                            _add(right, i, mode, label, weight, target)
-                        else:
-                            _add(left, i, mode, label, weight, target)
-                            nl += 1
-                    if nl < nmin or N - nl < nmin:
-                        continue
-                    c = _cost(left, mode) + _cost(right, mode)
-                    if c < best[0]:
-                        best[0] = c
-                        for k in range(D):
-                            best_sub[k] = comb[k]
-                        best_sub[D] = a
+                        if comb[k] == i:
+                            is_def = True
+                    if not is_def:
+                        extra_idx[n_extra] = i
+                        _barycentric(P, X, i, lam, n_extra)
+                        n_extra += 1
+            for a in range(1 << D):
+                left[:] = negs
+                right[:] = poss
+                nl = n_neg
+                for k in range(D):
+                    i = comb[k]
+                    if (a >> (D - 1 - k)) & 1:
+                        _add(right, i, mode, label, weight, target)
+                    else:
+                        _add(left, i, mode, label, weight, target)
+                        nl += 1
+                for e in range(n_extra):
+                    val = 0.0
+                    for k in range(D):
+                        val += lam[e, k] * (1.0 if (a >> (D - 1 - k)) & 1 else -1.0)
+                    i = extra_idx[e]
+                    if val <= 1e-9:
+                        _add(left, i, mode, label, weight, target)
+                        nl += 1
+                    else:
+                        _add(right, i, mode, label, weight, target)
+                if nl < nmin or N - nl < nmin:
+                    continue
+                c = _cost(left, mode) + _cost(right, mode)
+                if c < best[0]:
+                    best[0] = c
+                    for k in range(D):
+                        best_sub[k] = comb[k]
+                    best_sub[D] = a
         if not next_combination(comb, N):
             return done, True
     return done, False
@@ -195,7 +228,6 @@ def solve_hyperplane1(X: np.ndarray, obj, *, exact: bool = False, nmin: int = 0,
     leaf = float(leaf_cost(pack_rows_mask(everything), obj)) if N >= nmin else math.inf
     best = np.array([math.inf])
     best_sub = np.full(D + 1, -1, dtype=np.int64)
-    degenerate = np.zeros((1 << 16, D), dtype=np.int64)
     total = math.comb(N, D)
     examined = 0
     optimal = True
@@ -209,27 +241,10 @@ def solve_hyperplane1(X: np.ndarray, obj, *, exact: bool = False, nmin: int = 0,
                 break
             t0 = time.perf_counter()
             n, finished = hyperplane1_chunk(X, comb, chunk, mode, n_stats, obj.label, obj.weight, obj.target,
-                                            nmin, best, best_sub, degenerate)
+                                            nmin, best, best_sub)
             examined += int(n)
             if time.perf_counter() - t0 < 0.05:
                 chunk *= 2
-            # subsets with extra on-plane points: the generic rules' policy, in Python
-            m = int(degenerate[0, 0])
-            for s in degenerate[1:m + 1]:
-                sub = tuple(int(v) for v in s)
-                rules = hyperplane_subset_rules(X, sub)
-                for r in range(rules.n_rules):
-                    pts = rules.left_mask(r)
-                    if pts.sum() < nmin or N - pts.sum() < nmin:
-                        continue
-                    c = float(leaf_cost(rules.pos[r], obj)) + float(leaf_cost(pack_rows_mask(~pts), obj))
-                    key = (c, sub, int(rules.assign[r]))
-                    cur = (best[0], tuple(int(v) for v in best_sub[:D]), int(best_sub[D]))
-                    if key < cur:
-                        best[0] = c
-                        best_sub[:D] = sub
-                        best_sub[D] = int(rules.assign[r])
-            degenerate[0, 0] = 0
     if not exact and leaf <= best[0]:
         return Solution(leaf, Node(-1, everything), (), optimal, examined, total), None
     if not np.isfinite(best[0]):
