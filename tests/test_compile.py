@@ -61,10 +61,12 @@ def _fits():
             Xr[:15, :2], yr[:15] > 1)),
         ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=2).fit(Xr[:50], yr[:50])),
         ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=3).fit(Xr[:25], yr[:25])),
+        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=1, split_type="hyperplane").fit(
+            Xr[:30, :3], yr[:30] > 1)),
     ]
 
 
-@pytest.mark.parametrize("i", range(12))
+@pytest.mark.parametrize("i", range(13))
 def test_a_fit_after_the_warm_up_compiles_nothing(i):
     family, fit = _fits()[i]
     _compile.warm_up(family)

@@ -241,8 +241,8 @@ def solve_depth2(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: i
                 optimal = False
                 break
             hi = min(N - 1, lo + step)
-            depth2_roots(X, order, xs, stat_s, mode, n_stats, obj.label, obj.weight, obj.target, nmin, max_k, d1, lo, hi,
-                         best, rec)
+            depth2_roots(X, order, xs, stat_s, mode, n_stats, obj.label, obj.weight, obj.target, nmin, max_k,
+                         d1, lo, hi, best, rec)
             examined += hi - lo
         if not optimal:
             break

@@ -29,7 +29,6 @@ from .rules import MAX_FAST_DIM, hyperplane_subset_rules
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_hyperplane1"]
-_EPS = np.finfo(np.float64).eps
 
 
 def applies(split_type: str, max_splits: int, n_features: int) -> bool:
