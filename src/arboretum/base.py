@@ -352,7 +352,9 @@ class TreeEstimator(BaseEstimator):
                                   or not all(isinstance(x, str) for x in names)):
             raise ValueError("feature_names_in_ must hold one name (a string) per feature")
         classes = getattr(self, "classes_", None)
-        if classes is not None and (not isinstance(classes, np.ndarray) or classes.shape != (tree.n_classes,)):
+        if (classes is not None or tree.task == "classification") and (
+            not isinstance(classes, np.ndarray) or classes.shape != (tree.n_classes,)
+        ):
             raise ValueError(f"classes_ must hold the {tree.n_classes} classes of tree_")
         if not hasattr(self, "binarizer_"):
             raise ValueError("binarizer_ is missing (None when the model used no discretiser)")
