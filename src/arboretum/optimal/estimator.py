@@ -78,6 +78,21 @@ class _OptimalTreeBase(TreeEstimator):
     _uses_binary_questions = False
     _kernel_family = "optimal"
 
+    # Both estimators take the same parameters (scikit-learn reads them off this signature).
+    def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
+                 max_depth: int | None = None, min_samples_leaf: int = 1,
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
+        self.max_splits = max_splits
+        self.exact_splits = exact_splits
+        self.split_type = split_type
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.time_limit = time_limit
+        self.verbose = verbose
+
+    _parameter_constraints: dict = constraints("time_limit", "verbose", **_OWN)
+
+
     def _n_rules(self, n: int, d: int) -> int:
         if self.split_type == "axis":
             return n * d
@@ -382,19 +397,6 @@ class OptimalTreeClassifier(ClassifierMixin, _OptimalTreeBase):
     (1.0, True)
     """
 
-    def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
-                 max_depth: int | None = None, min_samples_leaf: int = 1,
-                 time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
-        self.max_splits = max_splits
-        self.exact_splits = exact_splits
-        self.split_type = split_type
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.time_limit = time_limit
-        self.verbose = verbose
-
-    _parameter_constraints: dict = constraints("time_limit", "verbose", **_OWN)
-
     def fit(self, X, y, sample_weight=None) -> "OptimalTreeClassifier":
         """Find the optimal tree of ``(X, y)``.
 
@@ -467,19 +469,6 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
     objective_ : float
         Weighted training sum of squared errors of ``tree_`` (units of ``y`` squared).{_DOC_ATTRS}
     """
-
-    def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
-                 max_depth: int | None = None, min_samples_leaf: int = 1,
-                 time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
-        self.max_splits = max_splits
-        self.exact_splits = exact_splits
-        self.split_type = split_type
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.time_limit = time_limit
-        self.verbose = verbose
-
-    _parameter_constraints: dict = constraints("time_limit", "verbose", **_OWN)
 
     def fit(self, X, y, sample_weight=None) -> "OptimalTreeRegressor":
         """Find the optimal regression tree of ``(X, y)``.
