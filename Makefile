@@ -1,6 +1,7 @@
 # `make demo` and `make test` work on a fresh clone: they create .venv if absent and install.
 # `make demo` installs only what the demo needs (the package and its plotting extra); `make test`
-# (and test-slow, bench, install) installs the test, benchmark and peer extras too.
+# (and test-slow, bench, install) installs the test, benchmark and peer extras too, and the
+# polytope extra (torch==2.13.0, the local CPU build) so that the polytope trees are tested.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -23,7 +24,7 @@ $(DEMO_STAMP): pyproject.toml | $(PY)
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[plot,test,bench,peers]"
+	$(PY) -m pip install --quiet -e ".[plot,test,bench,peers,polytope]"
 	rm -f $(VENV)/.installed-*
 	touch $@ $(DEMO_STAMP)
 
