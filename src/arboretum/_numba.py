@@ -336,3 +336,44 @@ def dm_log_lik(counts, G, Gsum, lconst):
         s += G[k, c]
         n += c
     return s - Gsum[n] - lconst
+
+
+@njit(cache=True)
+def argsort_stable(a):  # pragma: no cover - compiled by numba
+    """Indices that sort the 1-D float array ``a``, equal values in index order.
+
+    A bottom-up merge sort: numba's own ``np.argsort`` compiles a generic introsort for each
+    call site's types, which costs more than a second of the kernels' cold compile.
+    """
+    n = a.shape[0]
+    idx = np.arange(n)
+    tmp = np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if a[idx[j]] < a[idx[i]]:
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = hi
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx

@@ -70,7 +70,7 @@ from numba import njit
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from .._numba import ctz64, dm_log_lik, hash_words128, popcount64
+from .._numba import argsort_stable, ctz64, dm_log_lik, hash_words128, popcount64
 
 # Inlining the small bound helpers (``inline="always"``), which themselves inline the leaf-model
 # overloads, makes numba's pedantic IR check report that a renamed local of the inner inlined
@@ -1059,7 +1059,7 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
         if u < best_ub:
             best_ub = u
             best_j = j
-    order = np.argsort(cb)
+    order = argsort_stable(cb)
     for r in range(nv):
         j = order[r]
         if cb[j] >= best:
@@ -1273,7 +1273,7 @@ def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
     # Branch and bound over the splits, best cheap bound first; the class counts of the
     # grandchildren (one row of pair counts) are computed only for the splits looked at.
     row = np.empty((nv, K), np.int64)
-    order = np.argsort(cheap[:, 0] + cheap[:, 1])
+    order = argsort_stable(cheap[:, 0] + cheap[:, 1])
     best = np.inf
     for r in range(nv):
         i = order[r]
