@@ -12,6 +12,9 @@ PCFGTreeClassifier
     BCART-PCFG: the exact posterior over trees (exact sampling, MAP tree, exact model averaging).
 MCMCTreeSampler, SMCTreeSampler
     Samplers of the same posterior (Chipman et al. 1998; Lakshminarayanan, Roy & Teh 2013).
+LeafSparseDensityTree, BranchSparseDensityTree, SparseDensityRuleList, HistogramDensity, CategoricalDET
+    Sparse density trees and lists for categorical data (Goh, Semenova & Rudin), certified where
+    the domain allows, with the paper's baselines.
 Binarizer
     The one discretiser: numbers and categories to readable binary questions
     ("age <= 42.5") and ordinal codes.
@@ -35,6 +38,9 @@ from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
 from .pcfg import PCFGTreeClassifier
 from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
+# -- density trees and lists (spec-004) --
+from .density import (BranchSparseDensityTree, CategoricalDET, HistogramDensity, LeafSparseDensityTree,
+                      SparseDensityRuleList)
 
 __all__ = [
     "MAPTreeClassifier",
@@ -46,6 +52,11 @@ __all__ = [
     "SMCTreeSampler",
     "Binarizer",
     "Tree",
+    "LeafSparseDensityTree",
+    "BranchSparseDensityTree",
+    "SparseDensityRuleList",
+    "HistogramDensity",
+    "CategoricalDET",
     "InvalidParameterError",
     "LimitWarning",
     "ModelFormatError",

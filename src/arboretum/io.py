@@ -55,6 +55,10 @@ def _registry() -> dict[str, type]:
 
     classes = [MAPTreeClassifier, MAPTreeRegressor, PCFGTreeClassifier, MCMCTreeSampler, SMCTreeSampler,
                OptimalTreeClassifier, OptimalTreeRegressor, Binarizer]
+    # -- density trees and lists --
+    from . import density
+
+    classes += [getattr(density, name) for name in density.__all__ if name != "select_rate"]
     return {c.__name__: c for c in classes}
 
 

@@ -1,0 +1,28 @@
+"""Sparse density trees and lists (Goh, Semenova & Rudin): interpretable density estimation for
+categorical data (spec-004).
+
+- :class:`LeafSparseDensityTree` (Method I) and :class:`BranchSparseDensityTree` (Method II): MAP trees,
+  found exactly by a dynamic programme over categorical boxes where the domain allows (certified,
+  ``optimal_``), else by simulated annealing;
+- :class:`SparseDensityRuleList` (Method III): Metropolis-Hastings over rule lists;
+- baselines :class:`HistogramDensity` and :class:`CategoricalDET`;
+- :func:`select_rate`: the paper's model selection (cross-validated log-likelihood over the prior's rate).
+
+Pieces: :mod:`.space` (the categorical domain), :mod:`.posterior` (LP_I, LP_II, LP_III, list volumes),
+:mod:`.exact` (the exact solver), :mod:`.anneal`, :mod:`.rulelist`, :mod:`._kernels` (numba).
+"""
+
+from .baselines import CategoricalDET, HistogramDensity
+from .lists import SparseDensityRuleList
+from .selection import select_rate
+from .trees import BranchSparseDensityTree, LeafSparseDensityTree
+from . import _warm  # noqa: F401  (registers the "density" numba family)
+
+__all__ = [
+    "LeafSparseDensityTree",
+    "BranchSparseDensityTree",
+    "SparseDensityRuleList",
+    "HistogramDensity",
+    "CategoricalDET",
+    "select_rate",
+]

@@ -1,0 +1,227 @@
+"""Numba kernels of the density models (hot loops over plain arrays, ``cache=True``).
+
+- bitsets over training rows (spec §12.1): the OR of a feature's category rows
+  (:func:`block_bits`), the size of an intersection (:func:`and_count`), the
+  leaf counts of a rule list (:func:`list_counts`);
+- the first leaf (or rule) whose box holds a configuration (:func:`first_match`);
+- the exact dynamic programmes over categorical boxes (spec §6.5):
+  :func:`leaf_sparse_dp` (Method I, best sum of leaf terms with exactly k
+  leaves, knapsack over binary bipartitions) and :func:`branch_sparse_dp`
+  (Method II, best subtree over multiway set partitions).
+
+Regions are boxes ``(m_0, ..., m_{p-1})`` of category masks, indexed
+``r = sum_j m_j * stride_j`` over the grid ``prod_j 2**q_j``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._numba import popcount64
+
+_NEG_INF = -np.inf
+
+
+@njit(cache=True)
+def block_bits(cat_bits, start, mask, out):
+    """``out`` = OR of the bitset rows ``start + c`` for every bit ``c`` of ``mask``."""
+    out[:] = 0
+    c = 0
+    m = mask
+    while m != 0:
+        if m & np.uint64(1):
+            row = cat_bits[start + c]
+            for w in range(out.shape[0]):
+                out[w] |= row[w]
+        m >>= np.uint64(1)
+        c += 1
+
+
+@njit(cache=True)
+def and_into(a, b, out):
+    """``out = a & b``; returns the popcount."""
+    total = 0
+    for w in range(a.shape[0]):
+        x = a[w] & b[w]
+        out[w] = x
+        total += popcount64(x)
+    return total
+
+
+@njit(cache=True)
+def and_count(a, b):
+    """Popcount of ``a & b``."""
+    total = 0
+    for w in range(a.shape[0]):
+        total += popcount64(a[w] & b[w])
+    return total
+
+
+@njit(cache=True)
+def list_counts(rule_bits, order, n_words, counts):
+    """Leaf counts of a rule list: rule ``order[i]`` (rows of ``rule_bits``) captures the rows no earlier
+    rule captured; ``counts[i]`` for the rules, ``counts[len(order)]`` for the default leaf."""
+    covered = np.zeros(n_words, dtype=np.uint64)
+    total = 0
+    for i in range(order.shape[0]):
+        row = rule_bits[order[i]]
+        c = 0
+        for w in range(n_words):
+            x = row[w] & ~covered[w]
+            c += popcount64(x)
+            covered[w] |= x
+        counts[i] = c
+        total += c
+    return total
+
+
+@njit(cache=True)
+def first_match(codes, masks):
+    """Index of the first box of ``masks`` ((K, p) uint64) that holds each row of ``codes``; -1 for none
+    (or for a row with an unknown category, code -1)."""
+    n, p = codes.shape
+    out = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        for k in range(masks.shape[0]):
+            ok = True
+            for j in range(p):
+                c = codes[i, j]
+                if c < 0 or (masks[k, j] >> np.uint64(c)) & np.uint64(1) == 0:
+                    ok = False
+                    break
+            if ok:
+                out[i] = k
+                break
+    return out
+
+
+@njit(cache=True)
+def _popcount_small(m):
+    return popcount64(np.uint64(m))
+
+
+@njit(cache=True)
+def leaf_sparse_dp(order, start, stop, counts, logv, nvol, strides, q, k_cap, alpha,
+                   best, arg_j, arg_a, arg_k1):
+    """Method I: ``best[r, k]`` = the largest sum of leaf terms ``lgamma(n_l + alpha) - lgamma(alpha)
+    - n_l log V_l`` over partitions of region ``r`` into exactly ``k`` leaves by a tree (binary
+    bipartitions suffice: the objective depends on the leaves only).  Processes regions
+    ``order[start:stop]`` (children come before parents in ``order``)."""
+    p = q.shape[0]
+    la = math.lgamma(alpha)
+    for t in range(start, stop):
+        r = order[t]
+        n = counts[r]
+        kmax = min(k_cap, nvol[r])
+        best[r, 1] = (math.lgamma(n + alpha) - la - n * logv[r]) if n > 0 else 0.0
+        for j in range(p):
+            m = (r // strides[j]) % (1 << q[j])
+            if _popcount_small(m) < 2:
+                continue
+            low = m & (-m)
+            rest = m ^ low
+            sub = rest
+            while True:
+                a = low | sub
+                b = m ^ a
+                if b != 0:
+                    ra = r + (a - m) * strides[j]
+                    rb = r + (b - m) * strides[j]
+                    ka = min(kmax - 1, nvol[ra])
+                    for k1 in range(1, ka + 1):
+                        va = best[ra, k1]
+                        if va == _NEG_INF:
+                            continue
+                        kb = min(kmax - k1, nvol[rb])
+                        for k2 in range(1, kb + 1):
+                            v = va + best[rb, k2]
+                            if v > best[r, k1 + k2]:
+                                best[r, k1 + k2] = v
+                                arg_j[r, k1 + k2] = j
+                                arg_a[r, k1 + k2] = a
+                                arg_k1[r, k1 + k2] = k1
+                if sub == 0:
+                    break
+                sub = (sub - 1) & rest
+
+
+@njit(cache=True)
+def _partition_table(m, r, sj, q_j, counts, best, alpha, g, h):
+    """Fill ``h[s, b]`` = best sum of block values over partitions of the compressed subset ``s`` of
+    the categories of ``m`` into ``b`` blocks (block value ``lgamma(n_child + alpha) + best[child]``)."""
+    cats = np.empty(q_j, dtype=np.int64)
+    t = 0
+    for c in range(q_j):
+        if (m >> c) & 1:
+            cats[t] = c
+            t += 1
+    full = (1 << t) - 1
+    for s in range(1, full + 1):
+        mask = 0
+        for i in range(t):
+            if (s >> i) & 1:
+                mask |= 1 << cats[i]
+        rc = r + (mask - m) * sj
+        g[s] = math.lgamma(counts[rc] + alpha) + best[rc]
+    for s in range(full + 1):
+        for b in range(t + 1):
+            h[s, b] = _NEG_INF
+    h[0, 0] = 0.0
+    for s in range(1, full + 1):
+        low = s & (-s)
+        rest = s ^ low
+        sub = rest
+        while True:
+            blk = low | sub
+            other = s ^ blk
+            for b in range(1, t + 1):
+                prev = h[other, b - 1]
+                if prev != _NEG_INF:
+                    v = g[blk] + prev
+                    if v > h[s, b]:
+                        h[s, b] = v
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+    return full, t
+
+
+@njit(cache=True)
+def branch_sparse_dp(order, start, stop, counts, logv, strides, q, lam, alpha, best, choice_j, choice_b):
+    """Method II: ``best[r]`` = the largest sum of node terms of a subtree on region ``r``: every node
+    ``-lam + log(lam)``, a leaf ``- n log V``, an internal node with ``b`` children
+    ``-lgamma(b+1) + lgamma(b alpha) - b lgamma(alpha) + sum_c lgamma(n_c + alpha) - lgamma(n + b alpha)``."""
+    p = q.shape[0]
+    qmax = 1
+    for j in range(p):
+        qmax = max(qmax, q[j])
+    g = np.empty(1 << qmax, dtype=np.float64)
+    h = np.empty((1 << qmax, qmax + 1), dtype=np.float64)
+    node = -lam + math.log(lam)
+    la = math.lgamma(alpha)
+    for t in range(start, stop):
+        r = order[t]
+        n = counts[r]
+        top = -n * logv[r] if n > 0 else 0.0
+        cj = -1
+        cb = 0
+        for j in range(p):
+            m = (r // strides[j]) % (1 << q[j])
+            if _popcount_small(m) < 2:
+                continue
+            full, tt = _partition_table(m, r, strides[j], q[j], counts, best, alpha, g, h)
+            for b in range(2, tt + 1):
+                if h[full, b] == _NEG_INF:
+                    continue
+                v = (-math.lgamma(b + 1.0) + math.lgamma(b * alpha) - b * la - math.lgamma(n + b * alpha)
+                     + h[full, b])
+                if v > top:
+                    top = v
+                    cj = j
+                    cb = b
+        best[r] = node + top
+        choice_j[r] = cj
+        choice_b[r] = cb

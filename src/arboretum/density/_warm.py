@@ -1,0 +1,27 @@
+"""The warm-up of the density models' numba kernels (:mod:`arboretum._compile`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._compile import register
+from . import _kernels as K
+
+
+@register("density", lambda: [(K.leaf_sparse_dp, None), (K.branch_sparse_dp, None), (K.first_match, None),
+                              (K.list_counts, None), (K.and_into, None), (K.block_bits, None)])
+def _warm_density() -> None:
+    """Run every kernel once on a tiny domain with a real fit's argument types."""
+    from .anneal import Problem
+    from .exact import solve_exact
+    from .rulelist import ListModel, mine_antecedents
+
+    codes = np.array([[0, 1], [1, 0], [1, 1], [2, 1], [0, 0]], dtype=np.int64)
+    q = np.array([3, 2], dtype=np.int64)
+    solve_exact(codes, q, "leaf", 2.0, 2.0, 10)
+    solve_exact(codes, q, "branch", 2.0, 2.0, None)
+    prob = Problem(codes, q, "leaf", 2.0, 2.0)
+    prob.block(prob.all_bits, 0, 3)
+    K.and_count(prob.all_bits, prob.all_bits)
+    ants = mine_antecedents(codes, q, 2)
+    ListModel(ants, q, 5, 2.0, 1.0, 1.0).log_posterior((0, 3))

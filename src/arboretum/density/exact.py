@@ -1,0 +1,238 @@
+"""The exact MAP density tree over categorical boxes (spec §6.5), as a real solver.
+
+LP_I and LP_II decompose over regions (boxes), so the MAP tree is a dynamic
+programme over every box ``(m_0, ..., m_{p-1})`` of the domain, children
+(sub-boxes along one feature) before parents:
+
+- Method I keeps, for every box and every ``k``, the best sum of leaf terms
+  with exactly ``k`` leaves (a knapsack over binary bipartitions: LP_I depends
+  on the leaves only, and every multiway partition is reached by binary
+  ones); the root then adds the terms that depend on ``k`` and keeps the best
+  ``k`` (the fewest leaves among ties, spec A16).
+- Method II keeps the best subtree of every box over multiway set partitions
+  into ``b >= 2`` blocks (spec A15), through a subset DP per feature.
+
+The solver runs in chunks of boxes between which it watches the fit's clock,
+and checks its memory need against ``memory_limit`` *before* allocating;
+:func:`exact_size` tells whether a domain is within reach.  Stopped early it
+returns None and the estimator keeps its annealing answer (``optimal_``
+False).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _kernels as K
+from .posterior import leaf_sparse_constant
+
+__all__ = ["DensityNode", "ExactResult", "exact_size", "solve_exact", "region_tables"]
+
+
+@dataclass
+class DensityNode:
+    """A node of a density tree: its box, and (internal nodes) the feature it splits and its children."""
+
+    box: tuple
+    feature: int = -1
+    children: list = field(default_factory=list)
+
+    def leaves(self) -> list["DensityNode"]:
+        if not self.children:
+            return [self]
+        return [leaf for c in self.children for leaf in c.leaves()]
+
+    def internal(self) -> list["DensityNode"]:
+        if not self.children:
+            return []
+        return [self] + [n for c in self.children for n in c.internal()]
+
+
+@dataclass
+class ExactResult:
+    root: DensityNode
+    log_posterior: float
+    n_regions: int
+    seconds: float
+
+
+def exact_size(q: np.ndarray, method: str, k_cap: int) -> tuple[int, int]:
+    """(number of boxes of the grid, bytes the solver needs) for a domain with ``q`` categories."""
+    grid = 1
+    for qj in q:
+        grid *= 1 << int(qj)
+    per = 8 + 2 * 4 if method == "branch" else (k_cap + 1) * (8 + 1 + 8 + 4)
+    return grid, grid * (per + 8 * 3)
+
+
+def region_tables(codes: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Counts, log volumes, volumes (capped), strides and the processing order of every box."""
+    q = np.asarray(q, dtype=np.int64)
+    dims = tuple(int(1 << int(x)) for x in q)
+    T = np.zeros(dims, dtype=np.float64)
+    idx = tuple((np.int64(1) << codes[:, j]) for j in range(len(q)))
+    np.add.at(T, idx, 1.0)
+    for j, qj in enumerate(q):  # subset sums along every axis (zeta transform)
+        T = np.moveaxis(T, j, -1)
+        shape = T.shape
+        for b in range(int(qj)):
+            V = T.reshape(shape[:-1] + (shape[-1] >> (b + 1), 2, 1 << b))
+            V[..., 1, :] += V[..., 0, :]
+        T = np.moveaxis(T, -1, j)
+    counts = np.ascontiguousarray(T).ravel()
+    pc = [np.array([bin(m).count("1") for m in range(d)], dtype=np.int64) for d in dims]
+    logv = np.zeros(1, dtype=np.float64)
+    vol = np.ones(1, dtype=np.int64)
+    total_pc = np.zeros(1, dtype=np.int64)
+    valid = np.ones(1, dtype=bool)
+    for j, d in enumerate(dims):
+        with np.errstate(divide="ignore"):
+            lj = np.log(pc[j].astype(np.float64))
+        logv = (logv[:, None] + lj[None, :]).ravel()
+        vol = np.minimum(vol[:, None] * pc[j][None, :], 1 << 40).ravel()
+        total_pc = (total_pc[:, None] + pc[j][None, :]).ravel()
+        valid = (valid[:, None] & (pc[j] > 0)[None, :]).ravel()
+    strides = np.ones(len(q), dtype=np.int64)
+    for j in range(len(q) - 2, -1, -1):
+        strides[j] = strides[j + 1] * dims[j + 1]
+    cand = np.flatnonzero(valid)
+    order = cand[np.argsort(total_pc[cand], kind="stable")].astype(np.int64)
+    return counts, logv, vol, strides, order
+
+
+def _box(r: int, strides: np.ndarray, q: np.ndarray) -> tuple:
+    return tuple(int((r // int(s)) % (1 << int(qj))) for s, qj in zip(strides, q))
+
+
+def _run_chunks(fn, order: np.ndarray, deadline: float | None, chunk: int = 4096) -> bool:
+    for start in range(0, order.shape[0], chunk):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return False
+        fn(start, min(start + chunk, order.shape[0]))
+    return True
+
+
+def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha: float,
+                max_leaves: int | None, deadline: float | None = None,
+                memory_limit: float | None = None) -> ExactResult | None:
+    """The MAP tree of Method I (``method="leaf"``) or II (``"branch"``), or None when the clock
+    (``deadline``, a ``time.perf_counter()`` value) or ``memory_limit`` (MiB) stops it.
+
+    ``max_leaves`` caps the leaves of Method I's trees (None: the domain size); Method II's search
+    is over all trees.
+    """
+    t0 = time.perf_counter()
+    q = np.asarray(q, dtype=np.int64)
+    dom = int(np.prod([int(x) for x in q], dtype=object))
+    k_cap = int(min(dom, max_leaves if max_leaves is not None else dom, 4096))
+    n_regions, need = exact_size(q, method, k_cap)
+    if memory_limit is not None and need > memory_limit * 2**20:
+        return None
+    counts, logv, vol, strides, order = region_tables(codes, q)
+    n = float(codes.shape[0])
+    root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
+    if method == "leaf":
+        best = np.full((counts.shape[0], k_cap + 1), -np.inf)
+        arg_j = np.full((counts.shape[0], k_cap + 1), -1, dtype=np.int8)
+        arg_a = np.zeros((counts.shape[0], k_cap + 1), dtype=np.int64)
+        arg_k1 = np.zeros((counts.shape[0], k_cap + 1), dtype=np.int32)
+        done = _run_chunks(lambda a, b: K.leaf_sparse_dp(order, a, b, counts, logv, vol, strides, q, k_cap,
+                                                          float(alpha), best, arg_j, arg_a, arg_k1),
+                           order, deadline)
+        if not done:
+            return None
+        scores = [best[root, k] + leaf_sparse_constant(k, n, lam, alpha) if best[root, k] > -np.inf else -np.inf
+                  for k in range(1, k_cap + 1)]
+        k_best = int(np.argmax(scores)) + 1  # the first maximum: the fewest leaves
+
+        def build(r: int, k: int) -> DensityNode:
+            node = DensityNode(_box(r, strides, q))
+            if k == 1:
+                return node
+            j, a, k1 = int(arg_j[r, k]), int(arg_a[r, k]), int(arg_k1[r, k])
+            m = node.box[j]
+            ra, rb = r + (a - m) * int(strides[j]), r + ((m ^ a) - m) * int(strides[j])
+            node.feature = j
+            node.children = [build(ra, k1), build(rb, k - k1)]
+            return node
+
+        tree = _merge_chains(build(root, k_best))
+        return ExactResult(tree, float(scores[k_best - 1]), n_regions, time.perf_counter() - t0)
+
+    best = np.full(counts.shape[0], -np.inf)
+    choice_j = np.full(counts.shape[0], -1, dtype=np.int32)
+    choice_b = np.zeros(counts.shape[0], dtype=np.int32)
+    done = _run_chunks(lambda a, b: K.branch_sparse_dp(order, a, b, counts, logv, strides, q, float(lam),
+                                                        float(alpha), best, choice_j, choice_b),
+                       order, deadline)
+    if not done:
+        return None
+
+    def build2(r: int) -> DensityNode:
+        node = DensityNode(_box(r, strides, q))
+        j = int(choice_j[r])
+        if j < 0:
+            return node
+        node.feature = j
+        for blk in _best_partition(node.box[j], int(choice_b[r]), r, int(strides[j]), counts, best, alpha):
+            node.children.append(build2(r + (blk - node.box[j]) * int(strides[j])))
+        return node
+
+    return ExactResult(build2(root), float(best[root] - math.log(lam)), n_regions, time.perf_counter() - t0)
+
+
+def _best_partition(m: int, b: int, r: int, stride: int, counts: np.ndarray, best: np.ndarray,
+                    alpha: float) -> list[int]:
+    """The blocks (category masks) of the best partition of ``m`` into ``b`` blocks (Method II)."""
+    cats = [c for c in range(m.bit_length()) if (m >> c) & 1]
+    memo: dict = {}
+
+    def g(mask: int) -> float:
+        rc = r + (mask - m) * stride
+        return math.lgamma(counts[rc] + alpha) + best[rc]
+
+    def h(rest: int, k: int) -> tuple[float, list[int]]:
+        if rest == 0:
+            return (0.0, []) if k == 0 else (-math.inf, [])
+        if k == 0:
+            return -math.inf, []
+        key = (rest, k)
+        if key in memo:
+            return memo[key]
+        low = rest & -rest
+        others = rest ^ low
+        top = (-math.inf, [])
+        sub = others
+        while True:
+            blk = low | sub
+            v, blocks = h(rest ^ blk, k - 1)
+            if v > -math.inf and g(blk) + v > top[0]:
+                top = (g(blk) + v, [blk] + blocks)
+            if sub == 0:
+                break
+            sub = (sub - 1) & others
+        memo[key] = top
+        return top
+
+    del cats
+    return sorted(h(m, b)[1])
+
+
+def _merge_chains(node: DensityNode) -> DensityNode:
+    """Method I: fold a binary split whose child splits the same feature again into one multiway
+    split (same leaves, fewer internal nodes; spec A16)."""
+    if not node.children:
+        return node
+    node.children = [_merge_chains(c) for c in node.children]
+    merged = []
+    for c in node.children:
+        if c.children and c.feature == node.feature:
+            merged.extend(c.children)
+        else:
+            merged.append(c)
+    node.children = merged
+    return node

@@ -1,0 +1,278 @@
+"""Sparse density rule lists (Method III): antecedent mining, Metropolis-Hastings, Gelman-Rubin (spec §5, §6.2).
+
+- :func:`mine_antecedents`: every conjunction of at most ``max_rule_size``
+  equality literals on distinct features whose training support is at least
+  ``min_support`` (0, the paper's choice, keeps them all), as boxes and
+  bitsets over the training rows;
+- :class:`ListModel`: LP_III of a list (a tuple of antecedent indices), with
+  the leaf volumes by box subtraction cached per list prefix;
+- :func:`metropolis_hastings`: the BRL-style sampler of the reference code
+  (add / cut / move with their Hastings ratios), several seeded chains,
+  the MAP list visited (or the BRL point estimate) and the Gelman-Rubin
+  statistic of the chains' log posteriors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _kernels as K
+from .posterior import _subtract, box_volume, log_posterior_rule_list, log_prior_rule_list
+
+__all__ = ["Antecedents", "mine_antecedents", "ListModel", "metropolis_hastings", "gelman_rubin", "MHResult"]
+
+
+@dataclass
+class Antecedents:
+    """Mined antecedents: ``literals[i]`` = ((feature, code), ...), ``boxes[i]`` its box, ``bits`` (M, words),
+    ``sizes`` (M,), and ``available[c]`` = the number of size ``c`` (``available[0] = 1``)."""
+
+    literals: list
+    boxes: list
+    bits: np.ndarray
+    sizes: np.ndarray
+    available: list
+
+
+def mine_antecedents(codes: np.ndarray, q: np.ndarray, max_rule_size: int, min_support: float = 0.0,
+                     deadline: float | None = None) -> Antecedents:
+    """Every antecedent of at most ``max_rule_size`` literals with support >= ``min_support`` (a fraction
+    of the rows when < 1, else a count)."""
+    from .._numba import pack_columns
+
+    n, p = codes.shape
+    offsets = np.concatenate([[0], np.cumsum(q)[:-1]]).astype(np.int64)
+    onehot = np.zeros((n, int(np.sum(q))), dtype=bool)
+    for j in range(p):
+        onehot[np.arange(n), offsets[j] + codes[:, j]] = True
+    single = pack_columns(onehot)
+    need = min_support * n if min_support < 1 else min_support
+    full = tuple((1 << int(x)) - 1 for x in q)
+    literals, boxes, rows, sizes = [], [], [], []
+    available = [1] + [0] * max_rule_size
+    for c in range(1, max_rule_size + 1):
+        for feats in itertools.combinations(range(p), c):
+            if deadline is not None and time.perf_counter() >= deadline:
+                raise TimeoutError
+            for vals in itertools.product(*(range(int(q[j])) for j in feats)):
+                bits = single[offsets[feats[0]] + vals[0]].copy()
+                for j, v in zip(feats[1:], vals[1:]):
+                    bits &= single[offsets[j] + v]
+                if need > 0 and int(np.bitwise_count(bits).sum()) < need:
+                    continue
+                lit = tuple(zip(feats, vals))
+                box = list(full)
+                for j, v in lit:
+                    box[j] = 1 << v
+                literals.append(lit)
+                boxes.append(tuple(box))
+                rows.append(bits)
+                sizes.append(c)
+                available[c] += 1
+    bits = np.array(rows, dtype=np.uint64).reshape(len(rows), single.shape[1])
+    return Antecedents(literals, boxes, bits, np.array(sizes, dtype=np.int64), available)
+
+
+class ListModel:
+    """LP_III of rule lists over mined antecedents (spec §5.4), cached."""
+
+    def __init__(self, ants: Antecedents, q: np.ndarray, n: int, lam: float, eta: float, alpha: float,
+                 exact_dirichlet_normalizer: bool = False, likelihood: bool = True, cache_size: int = 200_000):
+        self.ants, self.n, self.lam, self.eta, self.alpha = ants, n, lam, eta, alpha
+        self.exact = exact_dirichlet_normalizer
+        self.likelihood = likelihood
+        self.full = tuple((1 << int(x)) - 1 for x in q)
+        self._lp: OrderedDict = OrderedDict()
+        self._vol: dict = {(): [self.full]}
+        self._cache_size = cache_size
+
+    def volumes(self, rules: tuple) -> list[int]:
+        """Exact leaf volumes (rules then default), by box subtraction over cached prefixes."""
+        vols = []
+        free = [self.full]
+        for i in range(len(rules)):
+            key = rules[: i + 1]
+            if key in self._vol:
+                free, v = self._vol[key]
+            else:
+                box_rule = self.ants.boxes[rules[i]]
+                mine, rest = 0, []
+                for b in free:
+                    inter = tuple(x & y for x, y in zip(b, box_rule))
+                    if all(inter):
+                        mine += box_volume(inter)
+                    rest.extend(_subtract(b, box_rule))
+                free, v = rest, mine
+                if len(self._vol) < self._cache_size:
+                    self._vol[key] = (free, v)
+            vols.append(v)
+        vols.append(sum(box_volume(b) for b in free))
+        return vols
+
+    def counts(self, rules: tuple) -> np.ndarray:
+        out = np.zeros(len(rules) + 1, dtype=np.int64)
+        order = np.asarray(rules, dtype=np.int64)
+        covered = K.list_counts(self.ants.bits, order, self.ants.bits.shape[1], out)
+        out[len(rules)] = self.n - covered
+        return out
+
+    def log_posterior(self, rules: tuple) -> float:
+        hit = self._lp.get(rules)
+        if hit is not None:
+            return hit
+        sizes = [int(self.ants.sizes[a]) for a in rules]
+        if self.likelihood:
+            counts = self.counts(rules)
+            logv = [math.log(v) if v > 0 else -math.inf for v in self.volumes(rules)]
+            lp = log_posterior_rule_list(sizes, self.ants.available, counts, logv, self.lam, self.eta,
+                                         self.alpha, self.exact)
+        else:  # the prior alone (spec C16)
+            lp = log_prior_rule_list(sizes, self.ants.available, self.lam, self.eta)
+        self._lp[rules] = lp
+        if len(self._lp) > self._cache_size:
+            self._lp.popitem(last=False)
+        return lp
+
+
+def _prior_list(rng: np.random.Generator, ants: Antecedents, lam: float, eta: float) -> tuple:
+    M = len(ants.sizes)
+    H = len(ants.available) - 1
+    while True:
+        m = int(rng.poisson(lam))
+        if m <= M:
+            break
+    by_size = {c: [i for i in range(M) if ants.sizes[i] == c] for c in range(1, H + 1)}
+    out: list = []
+    for _ in range(m):
+        sizes = [c for c in range(1, H + 1) if by_size[c]]
+        if not sizes:
+            break
+        w = np.array([eta ** c / math.factorial(c) for c in sizes])
+        c = sizes[int(rng.choice(len(sizes), p=w / w.sum()))]
+        pick = by_size[c].pop(int(rng.integers(len(by_size[c]))))
+        out.append(pick)
+    return tuple(out)
+
+
+def _move_probs(m: int, M: int) -> tuple[float, float, float]:
+    if m == 0:
+        return 0.0, 1.0, 0.0
+    if m == 1:
+        return (0.0, 0.5, 0.5) if M > 1 else (0.0, 0.0, 1.0)
+    if m == M:
+        return 0.5, 0.0, 0.5
+    return 1 / 3, 1 / 3, 1 / 3
+
+
+def _propose(rng: np.random.Generator, d: tuple, M: int) -> tuple[tuple, float]:
+    """(proposed list, log Hastings correction) of the add / cut / move kernel (spec §6.2)."""
+    m = len(d)
+    p_move, p_add, p_cut = _move_probs(m, M)
+    r = rng.random()
+    if r < p_move:
+        i, k = (int(x) for x in rng.choice(m, size=2, replace=False))
+        lst = list(d)
+        rule = lst.pop(i)
+        lst.insert(k, rule)
+        return tuple(lst), 0.0
+    if r < p_move + p_add:
+        used = set(d)
+        cand = int(rng.integers(M))
+        while cand in used:  # uniform over the M - m antecedents not on the list
+            cand = int(rng.integers(M))
+        pos = int(rng.integers(m + 1))
+        new = d[:pos] + (cand,) + d[pos:]
+        p_cut_back = _move_probs(m + 1, M)[2]
+        log_j = math.log(p_cut_back / (m + 1)) - math.log(p_add / ((M - m) * (m + 1)))
+        return new, log_j
+    i = int(rng.integers(m))
+    new = d[:i] + d[i + 1:]
+    p_add_back = _move_probs(m - 1, M)[1]
+    log_j = math.log(p_add_back / ((M - m + 1) * m)) - math.log(p_cut / m)
+    return new, log_j
+
+
+def gelman_rubin(traces: list) -> float:
+    """R-hat of equal-length traces (one per chain).  Never divides by zero: chains that are all constant
+    and equal give 1.0, constant but different chains give inf, fewer than 2 chains or 2 samples nan."""
+    arr = np.asarray([np.asarray(t, dtype=np.float64) for t in traces])
+    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 2:
+        return math.nan
+    n = arr.shape[1]
+    means = arr.mean(axis=1)
+    W = float(arr.var(axis=1, ddof=1).mean())
+    B = float(n * means.var(ddof=1))
+    if W <= 0.0:
+        return 1.0 if B <= 0.0 else math.inf
+    V = (n - 1) / n * W + B / n
+    return math.sqrt(V / W)
+
+
+@dataclass
+class MHResult:
+    rules: tuple
+    log_posterior: float
+    r_hat: float
+    traces: list
+    lengths: list  # the length m of every recorded list of every chain (for the prior check)
+    n_iterations: int
+    stopped: bool
+
+
+def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int | None = None, thinning: int = 1,
+                        n_chains: int = 3, point_estimate: str = "map", random_state: int | None = 0,
+                        deadline: float | None = None, record_lengths: bool = False) -> MHResult:
+    """Run ``n_chains`` MH chains over lists; return the point estimate, its LP_III and R-hat."""
+    rng = np.random.default_rng(random_state)
+    ants = model.ants
+    M = len(ants.sizes)
+    burn = n_iter // 2 if burn_in is None else burn_in
+    best, best_lp = (), model.log_posterior(())
+    traces, lengths, samples = [], [], []
+    total = 0
+    stopped = False
+    for _ in range(n_chains):
+        d = _prior_list(rng, ants, model.lam, model.eta) if M else ()
+        lp = model.log_posterior(d)
+        if lp > best_lp:
+            best, best_lp = d, lp
+        trace = []
+        for it in range(1, n_iter + 1):
+            if (it & 255) == 0 and deadline is not None and time.perf_counter() >= deadline:
+                stopped = True
+                break
+            total += 1
+            if M:
+                new, log_j = _propose(rng, d, M)
+                lp_new = model.log_posterior(new)
+                if math.log(rng.random() + 1e-300) < lp_new - lp + log_j:
+                    d, lp = new, lp_new
+                    if lp > best_lp:
+                        best, best_lp = d, lp
+            if it > burn and (it - burn) % thinning == 0:
+                trace.append(lp)
+                if record_lengths:
+                    lengths.append(len(d))
+                if point_estimate == "brl_point":
+                    samples.append((d, lp))
+        traces.append(trace)
+        if stopped:
+            break
+    if point_estimate == "brl_point" and samples:
+        mean_len = float(np.mean([len(s) + 1 for s, _ in samples]))
+        widths = [float(np.mean([ants.sizes[a] for a in s])) for s, _ in samples if s]
+        mean_w = float(np.mean(widths)) if widths else 0.0
+        keep = [(s, v) for s, v in samples
+                if math.floor(mean_len) <= len(s) + 1 <= math.ceil(mean_len)
+                and (not s or math.floor(mean_w) <= np.mean([ants.sizes[a] for a in s]) <= math.ceil(mean_w))]
+        if keep:
+            best, best_lp = max(keep, key=lambda t: t[1])
+    n_min = min((len(t) for t in traces), default=0)
+    r_hat = gelman_rubin([t[:n_min] for t in traces]) if len(traces) >= 2 else math.nan
+    return MHResult(best, best_lp, r_hat, traces, lengths, total, stopped)

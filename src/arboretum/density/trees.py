@@ -1,0 +1,288 @@
+"""The sparse density trees: :class:`LeafSparseDensityTree` (Method I) and :class:`BranchSparseDensityTree`
+(Method II) of Goh, Semenova & Rudin (spec-004 §3-4, §6.1, §6.5)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from typing import Any
+
+import numpy as np
+
+from ..base import constraints
+from ..data import Interval, Options
+from . import _kernels as K
+from .anneal import Problem, anneal
+from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
+from .exact import DensityNode, exact_size, solve_exact
+from .posterior import log_posterior_branch_sparse, log_posterior_leaf_sparse
+
+__all__ = ["LeafSparseDensityTree", "BranchSparseDensityTree"]
+
+#: The exact solver is tried (solver="auto") on domains with at most this many boxes (prod 2**q_j).
+EXACT_MAX_BOXES = 1 << 22
+
+
+class _DensityTree(DensityEstimator):
+    _method = "leaf"
+
+    def __init__(self, lam: float = 8.0, alpha: float = 2.0, *, solver: str = "auto", max_leaves: int | None = 100,
+                 n_cycles: int = 100, trials_per_cycle: int = 100, n_restarts: int = 5, epsilon: float = 0.01,
+                 density: str = "mle", categories: Any = None, n_bins: int | None = None,
+                 handle_unknown: str = "error", time_limit: float | None = 60.0,
+                 memory_limit: float | None = 2048.0, random_state: Any = None, verbose: int = 0) -> None:
+        self.lam = lam
+        self.alpha = alpha
+        self.solver = solver
+        self.max_leaves = max_leaves
+        self.n_cycles = n_cycles
+        self.trials_per_cycle = trials_per_cycle
+        self.n_restarts = n_restarts
+        self.epsilon = epsilon
+        self.density = density
+        self.categories = categories
+        self.n_bins = n_bins
+        self.handle_unknown = handle_unknown
+        self.time_limit = time_limit
+        self.memory_limit = memory_limit
+        self.random_state = random_state
+        self.verbose = verbose
+
+    _parameter_constraints = constraints(
+        "time_limit", "memory_limit", "random_state", "verbose",
+        lam=[Interval(numbers.Real, 0, None, closed="neither")],
+        alpha=[Interval(numbers.Real, 0, None, closed="neither")],
+        solver=[Options(("auto", "exact", "anneal"))],
+        max_leaves=[Interval(numbers.Integral, 1, None), None],
+        n_cycles=[Interval(numbers.Integral, 1, None)],
+        trials_per_cycle=[Interval(numbers.Integral, 1, None)],
+        n_restarts=[Interval(numbers.Integral, 1, None)],
+        epsilon=[Interval(numbers.Real, 0, 1, closed="both")],
+        density=[Options(("mle", "posterior_mean"))],
+        **DENSITY_CONSTRAINTS,
+    )
+
+    def _seed(self) -> int | None:
+        rs = self.random_state
+        if rs is None or isinstance(rs, numbers.Integral):
+            return rs
+        return int(rs.randint(2**31 - 1))
+
+    def fit(self, X: Any, y: Any = None) -> "_DensityTree":
+        """Find the MAP tree of ``X`` (exactly where the domain allows, else by annealing).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Categories (labels, integer codes, booleans), or numbers with ``n_bins``.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        clock = self._start_clock()
+        codes = self._fit_codes_density(X)
+        q = self._q
+        n = codes.shape[0]
+        lam, alpha = float(self.lam), float(self.alpha)
+        max_leaves = self.max_leaves if self._method == "leaf" else None
+        n_boxes, need = exact_size(q, self._method, int(min(max_leaves or 4096, 4096)))
+        fits_memory = self.memory_limit is None or need <= self.memory_limit * 2**20
+        try_exact = self.solver == "exact" or (self.solver == "auto" and n_boxes <= EXACT_MAX_BOXES and fits_memory)
+        result = None
+        reason = "completed"
+        self.optimal_ = False
+        if try_exact:
+            share = clock.share_end(1.0 if self.solver == "exact" else 0.5)
+            ex = solve_exact(codes, q, self._method, lam, alpha, max_leaves, share, self.memory_limit)
+            if ex is not None:
+                root, lp, self.optimal_ = ex.root, ex.log_posterior, True
+                result = (root, lp)
+            elif self.solver == "exact":
+                reason = "memory_limit" if not fits_memory else "time_limit"
+        if result is None:
+            prob = Problem(codes, q, self._method, lam, alpha)
+            sa = anneal(prob, n_cycles=self.n_cycles, trials_per_cycle=self.trials_per_cycle,
+                        n_restarts=self.n_restarts, epsilon=float(self.epsilon), max_leaves=self.max_leaves,
+                        random_state=self._seed(), deadline=clock.deadline)
+            result = (sa.root, sa.log_posterior)
+            if sa.stopped:
+                reason = "time_limit"
+        root, lp = result
+        self._set_tree(root, codes, lam, alpha)
+        self.log_posterior_ = float(lp)
+        self.gap_ = 0.0 if self.optimal_ else math.nan
+        self.fit_time_ = clock.elapsed()
+        self._set_stop(reason, f"returning the best tree found ({self.n_leaves_} leaves, log posterior "
+                               f"{self.log_posterior_:.4f}), not certified")
+        return self
+
+    def _set_tree(self, root: DensityNode, codes: np.ndarray, lam: float, alpha: float) -> None:
+        nodes, parent = [], []
+
+        def walk(node: DensityNode, par: int) -> None:
+            nodes.append(node)
+            parent.append(par)
+            me = len(nodes) - 1
+            for c in node.children:
+                walk(c, me)
+
+        walk(root, -1)
+        boxes = np.array([n.box for n in nodes], dtype=np.uint64)
+        leaves = [i for i, nd in enumerate(nodes) if not nd.children]
+        leaf_counts = np.bincount(K.first_match(codes, boxes[leaves]), minlength=len(leaves)).astype(np.float64)
+        counts = np.zeros(len(nodes))
+        for li, i in enumerate(leaves):
+            counts[i] = leaf_counts[li]
+        for i in range(len(nodes) - 1, 0, -1):  # children come after parents in pre-order
+            counts[parent[i]] += counts[i]
+        self.node_parent_ = np.array(parent, dtype=np.int64)
+        self.node_feature_ = np.array([nd.feature for nd in nodes], dtype=np.int64)
+        self.node_boxes_ = boxes
+        self.node_counts_ = counts
+        logv = np.array([log_volume(nodes[i].box) for i in leaves])
+        self._set_leaves([nodes[i].box for i in leaves], leaf_counts, logv, codes.shape[0], self.density, alpha)
+
+    def log_posterior_of_leaves(self) -> float:
+        """The objective recomputed from scratch from the fitted leaves (and, Method II, internal nodes)."""
+        if self._method == "leaf":
+            return log_posterior_leaf_sparse(self.leaf_counts_, self.leaf_log_volumes_, float(self.lam),
+                                             float(self.alpha))
+        children = [[self.node_counts_[c] for c in np.flatnonzero(self.node_parent_ == i)]
+                    for i in range(len(self.node_parent_)) if np.any(self.node_parent_ == i)]
+        return log_posterior_branch_sparse(children, self.leaf_counts_, self.leaf_log_volumes_, float(self.lam),
+                                           float(self.alpha))
+
+    def export_text(self, decimals: int = 4) -> str:  # type: ignore[override]
+        """The tree, indented, with P (mass), f (density) and V (volume) at every leaf (the paper's Figure 3)::
+
+            |--- class in {1st, 2nd, 3rd}
+            |   |--- age = adult
+            ...
+            |   |   |--- P=0.2100, f=0.2100, V=1  (n=462)
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        names = self._names()
+        lines: list[str] = []
+        leaf_index = {int(i): k for k, i in enumerate(np.flatnonzero(
+            ~np.isin(np.arange(len(self.node_parent_)), self.node_parent_)))}
+
+        def label(i: int) -> str:
+            par = int(self.node_parent_[i])
+            j = int(self.node_feature_[par])
+            m = int(self.node_boxes_[i, j])
+            cats = [self.categories_[j][c] for c in range(len(self.categories_[j])) if (m >> c) & 1]
+            from ..data import format_label
+
+            texts = [format_label(c) for c in cats]
+            return f"{names[j]} = {texts[0]}" if len(texts) == 1 else f"{names[j]} in {{{', '.join(texts)}}}"
+
+        def walk(i: int, depth: int) -> None:
+            kids = np.flatnonzero(self.node_parent_ == i)
+            if kids.size == 0:
+                lines.append("|   " * depth + "|--- " + self._leaf_line(leaf_index[i], decimals))
+                return
+            for c in kids:
+                lines.append("|   " * depth + "|--- " + label(int(c)))
+                walk(int(c), depth + 1)
+
+        if len(self.node_parent_) == 1:
+            return "|--- " + self._leaf_line(0, decimals)
+        walk(0, 0)
+        return "\n".join(lines)
+
+
+class LeafSparseDensityTree(_DensityTree):
+    """Leaf-sparse density tree (Method I of Goh, Semenova & Rudin): a Poisson(``lam``) prior on the number
+    of leaves, Dirichlet(``alpha``) leaf probabilities, the MAP tree.
+
+    Each leaf is a box of categories (one allowed set per feature); every configuration in a leaf has
+    the same probability mass ``P / V`` (``V`` the number of configurations of the leaf).  The MAP tree is
+    found exactly (``solver="exact"``, a dynamic programme over all boxes of the domain; ``optimal_``
+    True) where the domain is small enough (``solver="auto"``: at most 2**22 boxes, within
+    ``memory_limit`` and half of ``time_limit``), else by simulated annealing over the paper's five
+    moves (``n_restarts`` runs of ``n_cycles`` x ``trials_per_cycle`` proposals).
+
+    Parameters
+    ----------
+    lam : float, default=8.0
+        Prior mean of the number of leaves (the paper's grid: 5, 8, 10).
+    alpha : float, default=2.0
+        Dirichlet pseudocount of the leaf probabilities (any real > 0).
+    solver : {"auto", "exact", "anneal"}, default="auto"
+    max_leaves : int or None, default=100
+        No expansion of a tree with this many leaves (the reference code's soft cap; also the most
+        leaves the exact solver considers).
+    n_cycles, trials_per_cycle, n_restarts, epsilon
+        Annealing budget and the probability of a structural change (spec §6.1).
+    density : {"mle", "posterior_mean"}, default="mle"
+        Leaf mass ``n_l / n`` (the paper) or ``(n_l + alpha) / (n + K alpha)`` (no zero densities).
+    categories : None, list or dict, default=None
+        The domain: None for the categories seen in ``fit``; else labels per column.
+    n_bins : int or None, default=None
+        Equal-width bins of numeric columns (the paper uses 10 for HELOC and Telco).
+    handle_unknown : {"error", "zero"}, default="error"
+        A category outside the domain at score time raises, or gets density 0.
+    time_limit : float or None, default=60
+    memory_limit : float or None, default=2048
+        MiB the exact solver may allocate.
+    random_state : int, RandomState or None, default=None
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    n_leaves_, leaf_boxes_, leaf_counts_, leaf_log_volumes_, leaf_probabilities_, leaf_log_densities_
+        The leaves (``leaves_``, ``leaf_densities_`` and ``leaf_volumes_`` derive from them).
+    node_parent_, node_feature_, node_boxes_, node_counts_
+        The tree, nodes in pre-order (multiway splits).
+    categories_, bin_edges_
+        The domain.
+    log_posterior_ : float
+        LP_I of the tree (spec §3.4, constants included).
+    optimal_ : bool
+        True when the exact solver certified the tree.
+    gap_ : float
+        0 when certified, NaN otherwise.
+    stop_reason_, fit_time_, compile_time_, n_features_in_, feature_names_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from arboretum import LeafSparseDensityTree
+    >>> X = np.array([[0, 1]] * 30 + [[1, 0]] * 10 + [[1, 1]] * 10)
+    >>> est = LeafSparseDensityTree(lam=3).fit(X)
+    >>> est.n_leaves_, est.optimal_
+    (2, True)
+    """
+
+    _method = "leaf"
+
+
+class BranchSparseDensityTree(_DensityTree):
+    """Branch-sparse density tree (Method II): a Poisson(``lam``) prior on the number of branches of every
+    node and a Dirichlet(``alpha``) at every internal node; the MAP tree (spec §4).
+
+    Parameters and attributes as :class:`LeafSparseDensityTree` (the default ``lam`` is 2, the paper's
+    grid 2 and 3); ``log_posterior_`` is LP_II (spec §4.3).  The exact solver searches multiway set
+    partitions into at least 2 blocks (spec A15) and every tree size; ``max_leaves`` only caps
+    annealing.
+    """
+
+    _method = "branch"
+
+    def __init__(self, lam: float = 2.0, alpha: float = 2.0, *, solver: str = "auto", max_leaves: int | None = 100,
+                 n_cycles: int = 100, trials_per_cycle: int = 100, n_restarts: int = 5, epsilon: float = 0.01,
+                 density: str = "mle", categories: Any = None, n_bins: int | None = None,
+                 handle_unknown: str = "error", time_limit: float | None = 60.0,
+                 memory_limit: float | None = 2048.0, random_state: Any = None, verbose: int = 0) -> None:
+        # the same parameters as Method I with Method II's default lam (scikit-learn reads the signature)
+        super().__init__(lam, alpha, solver=solver, max_leaves=max_leaves, n_cycles=n_cycles,
+                         trials_per_cycle=trials_per_cycle, n_restarts=n_restarts, epsilon=epsilon,
+                         density=density, categories=categories, n_bins=n_bins, handle_unknown=handle_unknown,
+                         time_limit=time_limit, memory_limit=memory_limit, random_state=random_state,
+                         verbose=verbose)

@@ -1,0 +1,296 @@
+"""Sparse density trees and lists (spec-004 §11): oracle values, invariants, solvers, estimators."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arboretum import (BranchSparseDensityTree, CategoricalDET, HistogramDensity, LeafSparseDensityTree,
+                       SparseDensityRuleList)
+from arboretum.density.anneal import Problem, anneal
+from arboretum.density.exact import solve_exact
+from arboretum.density.posterior import (antecedent_counts, box_volume, inclusion_exclusion_volume,
+                                         internal_term, list_volumes)
+from arboretum.density.rulelist import ListModel, gelman_rubin, metropolis_hastings, mine_antecedents
+from arboretum.density.selection import select_rate
+
+TITANIC = {(0, 0, 0): 175, (0, 0, 1): 144, (0, 1, 0): 5, (0, 1, 1): 1, (1, 0, 0): 168, (1, 0, 1): 93,
+           (1, 1, 0): 11, (1, 1, 1): 13, (2, 0, 0): 462, (2, 0, 1): 165, (2, 1, 0): 48, (2, 1, 1): 31,
+           (3, 0, 0): 862, (3, 0, 1): 23}  # class (1st, 2nd, 3rd, crew), age (adult, child), sex (male, female)
+SIM_HALF = {(0, 1, 0): 50, (0, 1, 1): 50, (1, 0, 0): 50, (1, 0, 1): 200, (1, 1, 1): 150}
+SIM_FULL = {(0, 1, 0): 100, (0, 1, 1): 100, (1, 0, 0): 100, (1, 0, 1): 400, (1, 1, 1): 300}
+AUTHORS = "/work/shared/datasets/density-trees-authors/"
+
+
+def table(counts: dict) -> np.ndarray:
+    return np.array([k for k, v in counts.items() for _ in range(v)], dtype=np.int64)
+
+
+def titanic_frame() -> pd.DataFrame:
+    labels = (["1st", "2nd", "3rd", "crew"], ["adult", "child"], ["male", "female"])
+    X = table(TITANIC)
+    return pd.DataFrame({name: np.array(lab, dtype=object)[X[:, j]]
+                         for j, (name, lab) in enumerate(zip(["class", "age", "sex"], labels))})
+
+
+def authors(split: str) -> pd.DataFrame:
+    rows = [ln.split() for ln in open(AUTHORS + f"titanic_{split}.tab") if len(ln.split()) == 3]
+    rows = [r for r in rows if r[0] != "crew3rd_class"]  # the malformed row (spec §8.2)
+    return pd.DataFrame(rows, columns=["class", "age", "sex"])
+
+
+# -- C1, C3, C4: volumes and antecedents ---------------------------------------------------------------
+def test_c1_figure4_volume():
+    box = (0b0110000, 0b0011, 0b100001, 0b111)  # x1 in {4,5} of 1..7, x2 in {100,101}, x3 in {10,15}, x4 free
+    assert box_volume(box) == 24
+    assert box_volume((0b1111111, 0b1111, 0b111111, 0b111)) == 504
+
+
+def test_c3_antecedent_counts():
+    assert sum(antecedent_counts([2, 3, 4, 5], 2)) == 86
+    assert sum(antecedent_counts([4, 2, 2], 2)) == 29
+    ants = mine_antecedents(table(TITANIC), np.array([4, 2, 2]), 2)
+    assert len(ants.sizes) == 28 and ants.available == [1, 8, 20]
+
+
+def test_c4_list_volumes_three_ways():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        q = rng.integers(2, 4, size=rng.integers(2, 5))
+        full = tuple((1 << int(x)) - 1 for x in q)
+        rules = []
+        for _ in range(rng.integers(1, 5)):
+            box = list(full)
+            for j in rng.choice(len(q), size=rng.integers(1, min(2, len(q)) + 1), replace=False):
+                box[j] = 1 << int(rng.integers(q[j]))
+            rules.append(tuple(box))
+        vols = list_volumes(rules, full)
+        brute = [0] * (len(rules) + 1)
+        for x in itertools.product(*(range(int(k)) for k in q)):
+            hit = next((i for i, r in enumerate(rules) if all((m >> v) & 1 for m, v in zip(r, x))), len(rules))
+            brute[hit] += 1
+        assert vols == brute
+        assert vols == [inclusion_exclusion_volume(rules, i, full) for i in range(len(rules) + 1)]
+        assert sum(vols) == math.prod(int(x) for x in q)
+
+
+# -- C5, C7, C8: exact values ------------------------------------------------------------------------
+@pytest.mark.parametrize("lam,value", [(5, -734.220), (8, -734.400), (10, -735.062)])
+def test_c5_simulated_half_method1(lam, value):
+    res = solve_exact(table(SIM_HALF), np.array([2, 2, 2]), "leaf", lam, 2.0, 100)
+    assert len(res.root.leaves()) == 6 and res.log_posterior == pytest.approx(value, abs=5e-4)
+
+
+def test_c5_full_and_root():
+    res = solve_exact(table(SIM_FULL), np.array([2, 2, 2]), "leaf", 5, 2.0, 100)
+    assert len(res.root.leaves()) == 6 and res.log_posterior == pytest.approx(-1447.232, abs=5e-4)
+    est = LeafSparseDensityTree(lam=5, max_leaves=1).fit(table(SIM_HALF))
+    assert est.n_leaves_ == 1 and est.log_posterior_ == pytest.approx(-1043.111, abs=5e-4)
+
+
+@pytest.mark.parametrize("lam,value", [(5, -4145.814), (8, -4144.584), (10, -4144.576)])
+def test_c7_titanic_method1(lam, value):
+    est = LeafSparseDensityTree(lam=lam).fit(titanic_frame())
+    assert est.optimal_ and est.n_leaves_ == 9
+    assert est.log_posterior_ == pytest.approx(value, abs=5e-4)
+    assert est.log_posterior_of_leaves() == pytest.approx(est.log_posterior_, abs=1e-9)
+    leaves = {tuple(d["conditions"]): d for d in est.leaves_}
+    child3 = next(d for c, d in leaves.items() if "class = 3rd" in c and "age = child" in c)
+    assert child3["count"] == 79 and child3["volume"] == 2 and child3["density"] == pytest.approx(0.01795, abs=1e-5)
+
+
+def test_c7_authors_file_figure3():
+    est = LeafSparseDensityTree(lam=5).fit(authors("train"))
+    d = next(d for d in est.leaves_ if set(d["conditions"]) == {"class = 3rd_class", "age = child"})
+    assert d["count"] == 66 and d["probability"] == pytest.approx(0.0375, abs=1e-4)  # the paper prints 0.038
+    assert round(d["density"], 3) == 0.019
+
+
+@pytest.mark.parametrize("data,lam,leaves,value", [(SIM_HALF, 2, 5, -748.390), (SIM_HALF, 3, 5, -754.146),
+                                                   (TITANIC, 2, 9, -4163.232), (TITANIC, 3, 9, -4172.827)])
+def test_c8_method2(data, lam, leaves, value):
+    q = np.array([2, 2, 2]) if data is SIM_HALF else np.array([4, 2, 2])
+    est = BranchSparseDensityTree(lam=lam, categories=[list(range(k)) for k in q]).fit(table(data))
+    assert est.optimal_ and est.n_leaves_ == leaves
+    assert est.log_posterior_ == pytest.approx(value, abs=5e-4)
+    assert est.log_posterior_of_leaves() == pytest.approx(est.log_posterior_, abs=1e-9)
+
+
+def test_c8_method2_test_likelihood_and_c6_truth():
+    est = BranchSparseDensityTree(lam=2).fit(table(SIM_HALF))
+    assert est.score(table(SIM_HALF)) == pytest.approx(-712.826, abs=5e-4)
+    est = LeafSparseDensityTree(lam=5).fit(table(SIM_HALF))
+    assert est.score(table(SIM_HALF)) == pytest.approx(-709.242, abs=5e-4)  # the true density on the other half
+
+
+def test_c9_figure5_densities():
+    X = authors("train")
+    assert len(X) == 1760
+    # the list "adult and female, child and male, ..." of m = 4 rules, alpha = 1: (n_l + 1) / ((n + 5) V)
+    n = 1761  # the paper's row count (the malformed row included)
+    assert (346 + 1) / ((n + 5) * 4) == pytest.approx(0.0491, abs=1e-4)
+    est = SparseDensityRuleList(lam=4, eta=2, n_iter=200, random_state=0).fit(X)
+    for i in range(est.n_leaves_):
+        assert est.leaf_densities_[i] * est.leaf_volumes_[i] == pytest.approx(est.leaf_probabilities_[i])
+
+
+def test_c15_dirichlet_check():
+    counts = [3, 0, 5]
+    b, ni = 3, 8
+    expect = math.log(math.factorial(b - 1) * math.prod(math.factorial(c) for c in counts)
+                      / math.factorial(ni + b - 1)) - math.log(math.factorial(b))
+    assert internal_term(counts, 1.0) == pytest.approx(expect, abs=1e-12)
+
+
+# -- C2: normalisation over the full domain --------------------------------------------------------
+@pytest.mark.parametrize("make", [lambda: LeafSparseDensityTree(lam=5), lambda: BranchSparseDensityTree(lam=2),
+                                  lambda: SparseDensityRuleList(lam=5, n_iter=300, random_state=0),
+                                  lambda: HistogramDensity(alpha=0.5), lambda: CategoricalDET(1, 20, cv=3),
+                                  lambda: LeafSparseDensityTree(lam=5, density="posterior_mean")])
+def test_c2_normalisation(make):
+    X = titanic_frame()
+    est = make().fit(X)
+    grid = pd.DataFrame(list(itertools.product(["1st", "2nd", "3rd", "crew"], ["adult", "child"],
+                                               ["male", "female"])), columns=X.columns)
+    assert np.exp(est.score_samples(grid)).sum() == pytest.approx(1.0, abs=1e-12)
+    assert est.leaf_counts_.sum() == len(X)
+
+
+# -- C10, C14: annealing --------------------------------------------------------------------------
+@pytest.mark.parametrize("method,data,lam,q", [("leaf", SIM_HALF, 5, [2, 2, 2]), ("branch", SIM_HALF, 2, [2, 2, 2]),
+                                               ("leaf", TITANIC, 5, [4, 2, 2])])
+def test_c10_annealing_reaches_exact(method, data, lam, q):
+    X, q = table(data), np.array(q)
+    exact = solve_exact(X, q, method, lam, 2.0, 100).log_posterior
+    prob = Problem(X, q, method, lam, 2.0)
+    hits = sum(abs(anneal(prob, n_cycles=60, trials_per_cycle=100, n_restarts=3, random_state=s).log_posterior
+                   - exact) < 1e-6 for s in range(3))
+    assert hits >= 2
+
+
+def test_c14_incremental_equals_full():
+    for method in ("leaf", "branch"):
+        prob = Problem(table(TITANIC), np.array([4, 2, 2]), method, 3.0, 1.5)
+        anneal(prob, n_cycles=10, trials_per_cycle=50, n_restarts=1, random_state=1, check_incremental=True)
+
+
+# -- C11, C13, C16, C18, C12 ---------------------------------------------------------------------
+def test_c11_prior_controls_size():
+    X = authors("train")
+    sizes = [LeafSparseDensityTree(lam=lam).fit(X).n_leaves_ for lam in (0.01, 1, 5, 20, 200)]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+
+
+def test_c12_likelihood_below_histogram():
+    X = titanic_frame()
+    hist = HistogramDensity().fit(X).score(X)
+    for est in (LeafSparseDensityTree(lam=5), BranchSparseDensityTree(lam=2), CategoricalDET(1, 50, cv=0)):
+        assert est.fit(X).score(X) <= hist + 1e-9
+
+
+def test_c16_mh_samples_the_prior():
+    X, q = table(TITANIC), np.array([4, 2, 2])
+    model = ListModel(mine_antecedents(X, q, 1), q, len(X), 3.0, 1.0, 1.0, likelihood=False)
+    res = metropolis_hastings(model, n_iter=30_000, burn_in=500, n_chains=1, random_state=3, record_lengths=True)
+    freq = np.bincount(res.lengths, minlength=9) / len(res.lengths)
+    pois = np.array([3.0 ** k / math.factorial(k) for k in range(9)])
+    assert np.abs(freq - pois / pois.sum()).max() < 0.02
+
+
+def test_gelman_rubin_never_divides_by_zero():
+    assert gelman_rubin([[1.0, 1.0], [1.0, 1.0]]) == 1.0
+    assert gelman_rubin([[1.0, 1.0], [2.0, 2.0]]) == math.inf
+    assert math.isnan(gelman_rubin([[1.0, 2.0]]))
+    assert gelman_rubin([[1.0, 2.0, 1.5], [1.2, 1.9, 1.4]]) == pytest.approx(1.0, abs=0.3)
+
+
+def test_c18_det_densities_at_most_one():
+    X = titanic_frame()
+    for mn, mx in ((1, 5), (3, 50), (5, 440)):
+        det = CategoricalDET(mn, mx, cv=3, random_state=0).fit(X)
+        assert np.all(det.leaf_densities_ <= 1.0) and det.score(X) <= 0
+
+
+def test_c6_recovery_from_halves():
+    full = table(SIM_FULL)
+    rng = np.random.default_rng(0)
+    truth = {(0, 1, 0): 0.1, (0, 1, 1): 0.1, (1, 0, 0): 0.1, (1, 0, 1): 0.4, (1, 1, 1): 0.3}
+    grid = np.array(list(itertools.product(range(2), repeat=3)))
+    ok = 0
+    for _ in range(5):
+        half = full[rng.permutation(len(full))[:500]]
+        est = LeafSparseDensityTree(lam=5).fit(half)
+        f = np.exp(est.score_samples(grid))
+        true = np.array([truth.get(tuple(x), 0.0) for x in grid])
+        ok += est.n_leaves_ == 6 and np.array_equal(f > 0, true > 0) and np.abs(f - true).max() < 0.05
+    assert ok >= 4
+
+
+# -- estimators: sampling, text, selection, errors ------------------------------------------------
+def test_sample_follows_the_density():
+    est = LeafSparseDensityTree(lam=5).fit(titanic_frame())
+    S = est.sample(20_000, random_state=0)
+    df = pd.DataFrame(S, columns=["class", "age", "sex"])
+    emp = df.value_counts(normalize=True)
+    for key, p in emp.items():
+        f = np.exp(est.score_samples(pd.DataFrame([key], columns=df.columns)))[0]
+        assert abs(p - f) < 0.015
+    lst = SparseDensityRuleList(lam=5, n_iter=300, random_state=0).fit(titanic_frame())
+    assert np.all(np.isfinite(lst.score_samples(pd.DataFrame(lst.sample(200, random_state=1),
+                                                             columns=df.columns))))
+
+
+def test_export_text_paper_form():
+    text = LeafSparseDensityTree(lam=5).fit(titanic_frame()).export_text()
+    assert "|--- age = child" in text and "P=0.0359, f=0.0179, V=2  (n=79)" in text
+    lst = SparseDensityRuleList(lam=5, n_iter=300, random_state=0).fit(titanic_frame()).export_text()
+    assert lst.splitlines()[0].startswith("if ") and lst.splitlines()[-1].startswith("else: ")
+
+
+def test_select_rate_chooses_by_validation():
+    best, res = select_rate(LeafSparseDensityTree(), authors("train"), {"lam": [1, 5]}, cv=3)
+    assert len(res) == 2 and best.lam in (1, 5)
+    assert best.lam == max(res, key=lambda r: r["mean_log_likelihood"])["params"]["lam"]
+
+
+def test_categories_explicit_and_unknown():
+    X = pd.DataFrame({"a": ["x", "y", "x", "x"], "b": [1, 2, 2, 1]})
+    est = LeafSparseDensityTree(lam=2).fit(X)
+    with pytest.raises(ValueError, match="category 'z'.*not in the model's domain"):
+        est.score_samples(pd.DataFrame({"a": ["z"], "b": [1]}))
+    est = LeafSparseDensityTree(lam=2, handle_unknown="zero").fit(X)
+    assert est.score_samples(pd.DataFrame({"a": ["z"], "b": [1]}))[0] == -np.inf
+    est = LeafSparseDensityTree(lam=2, categories={"a": ["x", "y", "z"]}).fit(X)
+    assert np.exp(est.leaf_log_volumes_).sum() == 6
+    with pytest.raises(ValueError, match="categories names columns"):
+        LeafSparseDensityTree(categories={"c": [1]}).fit(X)
+
+
+def test_bad_input_errors():
+    X = np.array([[0.5, 1], [0.25, 2], [1.5, 1]])
+    with pytest.raises(ValueError, match="non-integer numbers.*n_bins"):
+        LeafSparseDensityTree().fit(X)
+    est = LeafSparseDensityTree(n_bins=2).fit(X)
+    assert len(est.categories_[0]) == 2
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        LeafSparseDensityTree().fit(np.array([[1, 2]]))
+    with pytest.raises(ValueError, match="0 sample"):
+        LeafSparseDensityTree().fit(np.empty((0, 2)))
+    with pytest.raises(ValueError, match="burn_in"):
+        SparseDensityRuleList(n_iter=10, burn_in=10).fit(X)
+    with pytest.raises(ValueError, match="min_leaf_size"):
+        CategoricalDET(min_leaf_size=20, max_leaf_size=10).fit(np.array([[1], [2]]))
+
+
+def test_time_limit_falls_back_to_annealing():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, size=(300, 12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = LeafSparseDensityTree(lam=5, time_limit=0.5, random_state=0).fit(X)
+    assert not est.optimal_ and math.isnan(est.gap_) and est.n_leaves_ >= 1
