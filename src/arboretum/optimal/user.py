@@ -67,7 +67,10 @@ class CandidateRules:
         axis rule ``x_d <= x_{n,d}`` with the same training partition, so a
         family of thresholds at data values is the paper's axis family and
         its optimum is the optimum over all axis-parallel trees of those
-        thresholds (spec T19).
+        thresholds (spec T19) -- on data without ties: tied rules (two
+        thresholds at the same value of a feature) then share their
+        defining point, the deduplication that spec T19 shows can lose optima;
+        give ``defining_points`` to keep them apart.
 
     Notes
     -----
