@@ -19,8 +19,8 @@ from ..data import InstanceOf, Interval, Options, check_classification_targets_e
 from ..tree import HYPERPLANE, QUADRATIC, THRESHOLD, Tree, TreeBuilder, quadratic_features
 from . import _kernels as K
 from . import depth2, hyper1
-from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, axis_thresholds, lifted_dim,
-                    make_rules, n_family_rules, routing_plane)
+from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, axis_thresholds, bytes_per_rule,
+                    lifted_dim, make_rules, n_family_rules, routing_plane)
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
 from .user import CandidateRules, LeafObjective
 
@@ -135,7 +135,8 @@ class _OptimalTreeBase(TreeEstimator):
             ``n_rules`` (candidate rules ``M``; for hyperplanes an upper bound:
             affinely dependent subsets are skipped), ``n_combinations`` (the
             K-combinations of rules the search examines without pruning) and
-            ``rule_bytes`` (memory of the rules' bitsets).
+            ``rule_bytes`` (memory of the stored rules: bitsets, defining
+            points, planes).
         """
         self._validate_params()
         columns, n, _ = _data.read_columns(X, None)
@@ -146,7 +147,8 @@ class _OptimalTreeBase(TreeEstimator):
         return {
             "n_rules": m,
             "n_combinations": n_combinations(m, self.max_splits, self.exact_splits),
-            "rule_bytes": m * ((n + 63) // 64) * 8,
+            "rule_bytes": m * (bytes_per_rule(self.split_type, n, d) if isinstance(self.split_type, str)
+                               else 8 * ((n + 63) // 64) + 64),
         }
 
     def _preflight(self, n: int, d: int, fast: bool = False) -> None:
@@ -178,7 +180,7 @@ class _OptimalTreeBase(TreeEstimator):
         if cost["rule_bytes"] > MAX_RULE_BYTES:
             raise ValueError(
                 f"{type(self).__name__}: {cost['n_rules']:,} candidate {self._family} rules on {n} samples "
-                f"would need {cost['rule_bytes'] / 2**30:.1f} GiB (more than {MAX_RULE_BYTES / 2**30:.0f} GiB); "
+                f"would take {cost['rule_bytes'] / 2**30:.1f} GiB (more than {MAX_RULE_BYTES / 2**30:.0f} GiB); "
                 f"{advice}."
             )
         if cost["n_combinations"] > MAX_COMBINATIONS:

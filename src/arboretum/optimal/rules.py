@@ -51,7 +51,7 @@ import numpy as np
 from .._numba import n_words, pack_columns
 
 __all__ = ["RuleSet", "axis_rules", "axis_thresholds", "hyperplane_rules", "hyperplane_subset_rules", "make_rules",
-           "n_hyperplane_subsets", "quadratic_rules", "lifted_dim", "n_family_rules",
+           "n_hyperplane_subsets", "quadratic_rules", "lifted_dim", "n_family_rules", "bytes_per_rule",
            "MAX_HYPERPLANE_DIM", "MAX_QUADRATIC_FEATURES", "AXIS", "HYPER", "QUAD", "USER"]
 
 #: Rule kinds.
@@ -518,6 +518,14 @@ def n_family_rules(split_type: str, n_samples: int, n_features: int) -> int:
         return n_samples * n_features
     g = n_features if split_type == "hyperplane" else lifted_dim(n_features)
     return math.comb(int(n_samples), g) * 2**g
+
+
+def bytes_per_rule(split_type: str, n_samples: int, n_features: int) -> int:
+    """Memory of one rule of a built-in family in a :class:`RuleSet`: its bitset, defining points,
+    plane (plane families), kind, feature, threshold and assignment."""
+    g = {"axis": 0, "hyperplane": n_features}.get(split_type)
+    g = lifted_dim(n_features) if g is None else g
+    return 8 * n_words(n_samples) + 8 * max(g, 1) + (8 * (g + 1) if g else 0) + 25
 
 
 def make_rules(X: np.ndarray, split_type: str) -> RuleSet:
