@@ -499,8 +499,8 @@ class Tree:
             for k, v in table.items():
                 if not 0 <= k < n or kinds[k] not in owners:
                     raise ValueError(
-                        f"{tname} has an entry for node {k}, which is not a "
-                        f"{' or '.join(SPLIT_KIND_NAMES[o] for o in owners)} node"
+                        f"{tname} has an entry for node {k}, which is not a {SPLIT_KIND_NAMES[kind]} node"
+                        + "".join(f" (nor a {SPLIT_KIND_NAMES[o]} one)" for o in owners if o != kind)
                     )
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{tname}[{k}] must be finite; got {v.tolist()}")
