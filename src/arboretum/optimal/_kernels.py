@@ -27,11 +27,11 @@ as in the paper's ``min_E`` (spec T11).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import numpy as np
-from numba import cfunc, njit, types
+from numba import njit, types
+from numba.extending import overload
 
 from .._numba import ctz64, popcount64
 
@@ -48,16 +48,6 @@ USER = 3  # a user's leaf cost over the per-leaf sums of per-point statistics (a
 USER_COST_SIGNATURE = types.float64(types.float64[:], types.int64[:], types.int64, types.float64[:, :])
 
 
-@functools.cache
-def no_user_cost():
-    """The placeholder leaf cost of the built-in objectives (never called)."""
-
-    @cfunc(USER_COST_SIGNATURE, cache=True)
-    def _none(sums, members, n_members, stats):  # pragma: no cover - compiled
-        return 0.0
-
-    return _none
-
 
 class Objective(NamedTuple):
     """What a leaf's cost needs (a numba-compatible named tuple)."""
@@ -68,10 +58,24 @@ class Objective(NamedTuple):
     weight: np.ndarray  #: (n_samples,) float64
     target: np.ndarray  #: (n_samples,) float64 (regression; zeros for classification)
     counts: np.ndarray  #: (n_classes,) float64 scratch
-    stats: np.ndarray  #: (n_samples, n_stats) float64: per-point statistics of a USER objective
+
+
+class UserObjective(NamedTuple):
+    """A user's objective (mode USER): the fields of :class:`Objective`, the per-point statistics
+    and the compiled cost.  A type of its own, so that the kernels compiled for the built-in
+    objectives are exactly what they were (the user's kernels are a second specialisation, shared
+    by every user cost: the cost is a first-class function of :data:`USER_COST_SIGNATURE`)."""
+
+    mode: int
+    cls_bits: np.ndarray
+    label: np.ndarray
+    weight: np.ndarray
+    target: np.ndarray
+    counts: np.ndarray
+    stats: np.ndarray  #: (n_samples, n_stats) float64: per-point statistics
     sums: np.ndarray  #: (n_stats,) float64 scratch: their sums over a leaf
     members: np.ndarray  #: (n_samples,) int64 scratch: a leaf's point indices
-    user_cost: object  #: the compiled leaf cost of a USER objective (a numba cfunc)
+    user_cost: object  #: the compiled leaf cost (a numba cfunc)
 
 
 @njit(cache=True)
@@ -140,10 +144,20 @@ def leaf_cost(idx, obj):
     return sse
 
 
-@njit(cache=True)
-def _user_leaf_cost(idx, obj):
+def _user_leaf_cost(idx, obj):  # pragma: no cover - replaced by its overload in compiled code
     """A USER leaf: the sums of ``obj.stats`` over its points and their indices, given to the
-    user's compiled cost."""
+    user's compiled cost (0 for the built-in :class:`Objective`, where it is never called)."""
+
+
+@overload(_user_leaf_cost)
+def _user_leaf_cost_impl(idx, obj):
+    if isinstance(obj, types.BaseNamedTuple) and "user_cost" in obj.fields:
+        return lambda idx, obj: _user_leaf_cost_of(idx, obj)
+    return lambda idx, obj: 0.0
+
+
+@njit(cache=True)
+def _user_leaf_cost_of(idx, obj):
     sums = obj.sums
     stats = obj.stats
     members = obj.members

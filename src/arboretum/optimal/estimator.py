@@ -121,6 +121,7 @@ class _OptimalTreeBase(TreeEstimator):
             )
         if isinstance(self.objective, LeafObjective):
             self.objective.compiled()  # numba compiles the user's cost now, before the clock starts
+            _warm_user_kernels()
 
     def estimate_cost(self, X: Any) -> dict:
         """What fitting ``X`` implies, before any work: rules, combinations, rule memory.
@@ -388,8 +389,8 @@ def _user_objective(user: LeafObjective, y: np.ndarray, weight: np.ndarray | Non
     S = user.point_stats(y, w)
     cost = user.compiled()
     labels = y.astype(np.int64) if n_classes else np.zeros(n, dtype=np.int64)
-    obj = K.Objective(K.USER, np.zeros((1, (n + 63) // 64), dtype=np.uint64), labels, w, np.zeros(n),
-                      np.zeros(max(n_classes, 1)), S, np.zeros(S.shape[1]), np.zeros(n, dtype=np.int64), cost)
+    obj = K.UserObjective(K.USER, np.zeros((1, (n + 63) // 64), dtype=np.uint64), labels, w, np.zeros(n),
+                          np.zeros(max(n_classes, 1)), S, np.zeros(S.shape[1]), np.zeros(n, dtype=np.int64), cost)
     root = float(K.leaf_cost(_all_bits(n), obj))
     if not (np.isfinite(root) and root >= 0):
         raise ValueError(f"LeafObjective {user.name!r}: the cost of the leaf of all {n} training points is {root}; "
@@ -410,6 +411,32 @@ def _user_value(user: LeafObjective, y: np.ndarray, weight: np.ndarray | None, s
         return v
 
     return value_of
+
+
+_USER_WARM: list = []
+
+
+def _zero_cost(sums, members, n_members, stats):  # pragma: no cover - compiled as a cfunc
+    return 0.0
+
+
+def _warm_user_kernels() -> None:
+    """Compile (or load from numba's cache) the kernels' specialisation for user objectives once per
+    process, before a fit's clock starts (it is shared by every user cost, so only the first fit
+    of a process with a :class:`LeafObjective` pays it)."""
+    if _USER_WARM:
+        return
+    from numba import cfunc
+
+    from .rules import axis_rules
+
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
+    labels = np.array([0, 1, 1, 0])
+    cost = cfunc(K.USER_COST_SIGNATURE, cache=True)(_zero_cost)
+    obj = K.UserObjective(K.USER, np.zeros((1, 1), dtype=np.uint64), labels, np.ones(4), np.zeros(4), np.zeros(2),
+                          np.ones((4, 1)), np.zeros(1), np.zeros(4, dtype=np.int64), cost)
+    solve(axis_rules(X), obj, 2, depth=2, nmin=1)
+    _USER_WARM.append(True)
 
 
 def _all_bits(n: int) -> np.ndarray:

@@ -51,17 +51,10 @@ def make_objective(n_samples: int, *, labels: np.ndarray | None = None, n_classe
         unit = weight is None or bool(np.all(w == 1.0))
         cls_bits = pack_columns(labels[:, None] == np.arange(n_classes)[None, :])
         return Objective(ZERO_ONE_UNIT if unit else ZERO_ONE, cls_bits, labels, w, np.zeros(n_samples),
-                         np.zeros(n_classes), *_no_user(n_samples))
+                         np.zeros(n_classes))
     assert target is not None
     return Objective(SQUARED, np.zeros((1, n_words(n_samples)), dtype=np.uint64), np.zeros(n_samples, dtype=np.int64),
-                     w, np.ascontiguousarray(target, dtype=np.float64), np.zeros(1), *_no_user(n_samples))
-
-
-def _no_user(n_samples: int) -> tuple:
-    """The USER fields of a built-in objective (empty statistics, a placeholder cost)."""
-    from ._kernels import no_user_cost
-
-    return np.zeros((n_samples, 1)), np.zeros(1), np.zeros(n_samples, dtype=np.int64), no_user_cost()
+                     w, np.ascontiguousarray(target, dtype=np.float64), np.zeros(1))
 
 
 def n_combinations(n_rules: int, max_splits: int, exact: bool) -> int:
