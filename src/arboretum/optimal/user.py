@@ -216,7 +216,7 @@ class CandidateRules:
                 best = cand[v[cand] == v[cand].max()]
             else:
                 best = np.flatnonzero(v == v.min())
-            first = best[np.argmin(where_rows(best, rows))]
+            first = best[np.argmin(_where_rows(best, rows))]
             defs_list.append([int(first)])
         width = max(len(d) for d in defs_list)
         defs = np.full((M, width), -1, dtype=np.int64)
@@ -230,7 +230,7 @@ class CandidateRules:
         )
 
 
-def where_rows(idx: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+def _where_rows(idx: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     """The user's row numbers of the search's points ``idx`` (for "the first row" on ties)."""
     return idx if rows is None else rows[idx]
 
