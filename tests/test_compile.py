@@ -63,10 +63,15 @@ def _fits():
         ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=3).fit(Xr[:25], yr[:25])),
         ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=1, split_type="hyperplane").fit(
             Xr[:30, :3], yr[:30] > 1)),
+        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=1, split_type="quadratic").fit(
+            Xr[:9, :2], yr[:9] > 1)),
+        ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=2, split_type=arboretum.optimal.CandidateRules(
+            [("threshold", 0, 0.0), ("hyperplane", [1.0, 1.0], 0.5), ("quadratic", [0, 0, 1, 0, 1], 1.0)])).fit(
+            Xr[:20, :2], yr[:20])),
     ]
 
 
-@pytest.mark.parametrize("i", range(13))
+@pytest.mark.parametrize("i", range(15))
 def test_a_fit_after_the_warm_up_compiles_nothing(i):
     family, fit = _fits()[i]
     _compile.warm_up(family)

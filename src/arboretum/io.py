@@ -66,10 +66,11 @@ def _objects() -> dict[str, type]:
     """Plain value classes (dataclasses and named tuples) a file may hold."""
     from .bayes import ChipmanPrior, NIGPrior
     from .binarizer import BinarySplit
+    from .optimal.user import CandidateRules
     from .pcfg.grammar import PhiPrior
     from .pcfg.store import Preflight
 
-    return {c.__name__: c for c in (ChipmanPrior, NIGPrior, PhiPrior, Preflight, BinarySplit)}
+    return {c.__name__: c for c in (ChipmanPrior, NIGPrior, PhiPrior, Preflight, BinarySplit, CandidateRules)}
 
 
 # ---------------------------------------------------------------------------

@@ -844,8 +844,9 @@ def plot_decision_regions(
     cmap: str = "viridis",
     scatter: bool = True,
     padding: float = 0.05,
+    boundaries: bool | None = None,
 ) -> Any:
-    """Draw the 2-D decision regions of any fitted classifier or regressor, with the data on top.
+    """Draw the 2-D decision regions of any fitted classifier or regressor (or a :class:`Tree`), with the data on top.
 
     The estimator is evaluated on a ``resolution x resolution`` grid over the
     range of two columns of ``X`` (``features``), only through ``predict``
@@ -867,9 +868,10 @@ def plot_decision_regions(
 
     Parameters
     ----------
-    estimator : fitted estimator
+    estimator : fitted estimator or Tree
         Anything with ``predict`` (and optionally ``predict_proba`` and
-        ``classes_``).
+        ``classes_``), or an :class:`arboretum.Tree` (of any split kinds:
+        thresholds, hyperplanes, quadratic surfaces...).
     X : array-like or pandas DataFrame of shape (n_samples, n_features)
         The data the grid is built from (and drawn); a DataFrame keeps its
         column names and dtypes, and names the axes.
@@ -888,6 +890,11 @@ def plot_decision_regions(
         Draw the points of ``X``.
     padding : float, default=0.05
         Margin around the data, as a fraction of each column's range.
+    boundaries : bool or None, default=None
+        Draw the borders between the tree's leaves (where ``apply`` changes,
+        whatever the split kinds), so that leaves predicting the same class
+        stay apart.  None: when there is a tree (a ``Tree``, or an estimator
+        with ``tree_``).
 
     Returns
     -------
@@ -903,6 +910,8 @@ def plot_decision_regions(
     >>> clf = MAPTreeClassifier(time_limit=5).fit(X, iris.target_names[iris.target])
     >>> ax = plot_decision_regions(clf, X, iris.target_names[iris.target])
     """
+    if isinstance(estimator, Tree):
+        estimator = _TreeModel(estimator)
     if not hasattr(estimator, "predict"):
         raise TypeError(f"plot_decision_regions needs a fitted estimator with predict; got "
                         f"{type(estimator).__name__}")
@@ -980,11 +989,41 @@ def plot_decision_regions(
                 ax.scatter(c0, c1, s=18, c=np.asarray(y, dtype=np.float64), cmap=cmap, vmin=lo,
                            vmax=hi if hi > lo else lo + 1, edgecolors="k", linewidths=0.5, zorder=2)
         ax.figure.colorbar(im, ax=ax, label="prediction")
+    tree = getattr(estimator, "tree_", None)
+    if (boundaries is None and isinstance(tree, Tree)) or boundaries:
+        if not isinstance(tree, Tree):
+            raise ValueError(f"boundaries=True needs a tree: a Tree or an estimator with tree_; got "
+                             f"{type(estimator).__name__}")
+        _draw_leaf_borders(ax, tree.apply(grid).reshape(resolution, resolution), extent)
     ax.set_xlim(s0[0], s0[-1])
     ax.set_ylim(s1[0], s1[-1])
     ax.set_xlabel(names[j0])
     ax.set_ylabel(names[j1])
     return ax
+
+
+class _TreeModel:
+    """A :class:`Tree` seen as a fitted estimator (``predict``, ``predict_proba``, ``classes_``, ``tree_``)."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree_ = tree
+        if tree.task == "classification":
+            self.classes_ = tree.classes if tree.classes is not None else np.arange(tree.value.shape[1])
+            self.predict_proba = tree.predict_proba
+
+    def predict(self, X: Any) -> np.ndarray:
+        return self.tree_.predict(X)
+
+
+def _draw_leaf_borders(ax: Any, leaves: np.ndarray, extent: tuple) -> None:
+    """Darken the grid cells where the leaf changes from a neighbour: the partition's borders,
+    for any kind of split."""
+    edge = np.zeros(leaves.shape, dtype=bool)
+    edge[:, 1:] |= leaves[:, 1:] != leaves[:, :-1]
+    edge[1:, :] |= leaves[1:, :] != leaves[:-1, :]
+    rgba = np.zeros(leaves.shape + (4,))
+    rgba[edge, 3] = 0.85
+    ax.imshow(rgba, origin="lower", extent=extent, aspect="auto", interpolation="nearest", zorder=1)
 
 
 def _class_index(classes: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -11,6 +11,9 @@ kind           test (sample goes left when true)
 ``THRESHOLD``  ``x[f] <= threshold[i]``
 ``CATEGORY``   ``x[f]`` is one of ``categories[i]``
 ``HYPERPLANE`` ``dot(coefs[i], x) <= threshold[i]`` (``feature[i] == -1``)
+``QUADRATIC``  ``dot(coefs[i], quadratic_features(x)) <= threshold[i]``
+               (``feature[i] == -1``; the monomials ``x_j`` then ``x_j x_k``,
+               ``j <= k``: see :func:`quadratic_features`)
 =============  ===========================================================
 
 Missing values (NaN) of numeric features fail every test and therefore go right.
@@ -47,6 +50,9 @@ __all__ = [
     "THRESHOLD",
     "CATEGORY",
     "HYPERPLANE",
+    "QUADRATIC",
+    "quadratic_features",
+    "quadratic_terms",
     "SPLIT_KIND_NAMES",
     "Tree",
     "TreeBuilder",
@@ -57,6 +63,7 @@ BINARY = 1
 THRESHOLD = 2
 CATEGORY = 3
 HYPERPLANE = 4
+QUADRATIC = 5
 
 #: Human-readable name of every split kind, indexed by its code.
 SPLIT_KIND_NAMES: dict[int, str] = {
@@ -65,6 +72,7 @@ SPLIT_KIND_NAMES: dict[int, str] = {
     THRESHOLD: "THRESHOLD",
     CATEGORY: "CATEGORY",
     HYPERPLANE: "HYPERPLANE",
+    QUADRATIC: "QUADRATIC",
 }
 _KIND_BY_NAME = {name.lower(): code for code, name in SPLIT_KIND_NAMES.items()}
 _TASKS = ("classification", "regression")
@@ -85,6 +93,34 @@ def _check_task(task: str) -> str:
     if task not in _TASKS:
         raise ValueError(f"task must be one of {list(_TASKS)}; got {task!r}")
     return task
+
+
+# -- degree-2 hypersurfaces (QUADRATIC) ------------------------------------
+
+
+def quadratic_terms(n_features: int) -> list[tuple[int, ...]]:
+    """The monomials of a ``QUADRATIC`` split, in the order of its coefficients: ``(j,)`` for
+    ``x_j`` (``j = 0 .. D-1``), then ``(j, k)`` for ``x_j * x_k`` with ``j <= k`` in lexicographic
+    order; ``D + D (D + 1) / 2`` terms (spec-002's lifted dimension ``G``)."""
+    d = int(n_features)
+    return [(j,) for j in range(d)] + [(j, k) for j in range(d) for k in range(j, d)]
+
+
+def quadratic_features(X: Any) -> np.ndarray:
+    """The lifted points ``phi(x)`` of a ``QUADRATIC`` split: every monomial of degree 1 and 2 of
+    the rows of ``X`` (n_samples, n_features), in the order of :func:`quadratic_terms`."""
+    X = np.asarray(X, dtype=np.float64)
+    d = X.shape[1]
+    j, k = np.triu_indices(d)
+    return np.concatenate([X, X[:, j] * X[:, k]], axis=1)
+
+
+def _polynomial_text(coefs: np.ndarray, terms: list[str], decimals: int) -> str:
+    """``0.5*x0^2 - 1.2*x0*x1 + 0.3*x1``: the non-zero terms with their signed, rounded coefficients."""
+    parts = [("-" if c < 0 else "+", f"{_fmt_num(abs(c), decimals)}*{t}") for c, t in zip(coefs, terms) if c != 0]
+    if not parts:
+        return "0"
+    return ("-" if parts[0][0] == "-" else "") + parts[0][1] + "".join(f" {s} {t}" for s, t in parts[1:])
 
 
 def _parse_kind(kind: int | str) -> int:
@@ -185,7 +221,7 @@ def split_texts(
             return f"{name} == {texts[0]}", f"{name} != {texts[0]}"
         text = "{" + ", ".join(texts) + "}"
         return f"{name} in {text}", f"{name} not in {text}"
-    allowed = ", ".join(f"{n} ({c})" for c, n in SPLIT_KIND_NAMES.items() if c not in (LEAF, HYPERPLANE))
+    allowed = ", ".join(f"{n} ({c})" for c, n in SPLIT_KIND_NAMES.items() if c not in (LEAF, HYPERPLANE, QUADRATIC))
     raise ValueError(f"kind must be one of {allowed}; got {kind!r}")
 
 
@@ -282,7 +318,7 @@ class Tree:
     children_left, children_right : array-like of int, shape (n_nodes,)
         Child ids, ``-1`` at leaves.
     split_kind : array-like of int, shape (n_nodes,)
-        One of ``LEAF``, ``BINARY``, ``THRESHOLD``, ``CATEGORY``, ``HYPERPLANE``.
+        One of ``LEAF``, ``BINARY``, ``THRESHOLD``, ``CATEGORY``, ``HYPERPLANE``, ``QUADRATIC``.
     feature : array-like of int, shape (n_nodes,)
         Feature tested at the node; ``-1`` at leaves and hyperplane splits.
     threshold : array-like of float, shape (n_nodes,)
@@ -306,7 +342,8 @@ class Tree:
     categories : dict of int to array-like, default=None
         Category codes sent left at every ``CATEGORY`` node.
     coefs : dict of int to array-like, default=None
-        Coefficients (length ``n_features``) of every ``HYPERPLANE`` node.
+        Coefficients of every ``HYPERPLANE`` node (length ``n_features``) and
+        ``QUADRATIC`` node (one per monomial of :func:`quadratic_terms`).
     feature_categories : list of (array-like or None), default=None
         For every feature, its category labels (a label's code is its
         position) when the feature is categorical, else None.  The tree then
@@ -439,9 +476,9 @@ class Tree:
             )
         if (i := first(internal & (left == right))) is not None:
             raise ValueError(f"node {i} has the same node {left[i]} as left and right child")
-        hyper = kinds == HYPERPLANE
+        hyper = (kinds == HYPERPLANE) | (kinds == QUADRATIC)  # coefficient splits: no single feature
         if (i := first(hyper & (feature != -1))) is not None:
-            raise ValueError(f"HYPERPLANE node {i} must have feature -1; got {feature[i]}")
+            raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} must have feature -1; got {feature[i]}")
         if (i := first(internal & ~hyper & ((feature < 0) | (feature >= self.n_features)))) is not None:
             raise ValueError(
                 f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} tests feature {feature[i]}, "
@@ -453,15 +490,17 @@ class Tree:
             raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} needs a threshold; got NaN")
         if (i := first((kinds == CATEGORY) & ~np.isnan(thr))) is not None:
             raise ValueError(f"CATEGORY node {i} must have threshold NaN; got {thr[i]}")
-        tables = ((CATEGORY, self.categories, "categories"), (HYPERPLANE, self.coefs, "coefs"))
-        for kind, table, tname in tables:
-            for i in np.flatnonzero(kinds == kind).tolist():
+        tables = ((CATEGORY, self.categories, "categories", (CATEGORY,)),
+                  (HYPERPLANE, self.coefs, "coefs", (HYPERPLANE, QUADRATIC)))
+        for kind, table, tname, owners in tables:
+            for i in np.flatnonzero(np.isin(kinds, owners)).tolist():
                 if i not in table:
-                    raise ValueError(f"{SPLIT_KIND_NAMES[kind]} node {i} has no entry in {tname}")
+                    raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} has no entry in {tname}")
             for k, v in table.items():
-                if not 0 <= k < n or kinds[k] != kind:
+                if not 0 <= k < n or kinds[k] not in owners:
                     raise ValueError(
                         f"{tname} has an entry for node {k}, which is not a {SPLIT_KIND_NAMES[kind]} node"
+                        + "".join(f" (nor a {SPLIT_KIND_NAMES[o]} one)" for o in owners if o != kind)
                     )
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{tname}[{k}] must be finite; got {v.tolist()}")
@@ -474,10 +513,16 @@ class Tree:
                             f"categories[{k}] holds codes {v.tolist()}, but feature {int(self.feature[k])} "
                             f"has {len(labels)} categories (codes 0 to {len(labels) - 1})"
                         )
-                if kind == HYPERPLANE and v.shape != (self.n_features,):
+                if kinds[k] == HYPERPLANE and v.shape != (self.n_features,):
                     raise ValueError(
                         f"coefs[{k}] must be a vector of length n_features={self.n_features}; "
                         f"got shape {v.shape}"
+                    )
+                n_terms = len(quadratic_terms(self.n_features))
+                if kinds[k] == QUADRATIC and v.shape != (n_terms,):
+                    raise ValueError(
+                        f"coefs[{k}] of a QUADRATIC node must hold {n_terms} coefficients (the monomials "
+                        f"of degree 1 and 2 of {self.n_features} features); got shape {v.shape}"
                     )
 
     def _validate_shape(self) -> None:
@@ -603,6 +648,8 @@ class Tree:
         kind = self.split_kind[i]
         if kind == HYPERPLANE:
             return X[idx] @ self.coefs[i] <= self.threshold[i]
+        if kind == QUADRATIC:  # NaN features give a NaN value, which fails the test: right
+            return quadratic_features(X[idx]) @ self.coefs[i] <= self.threshold[i]
         column = X[idx, self.feature[i]]
         if kind == CATEGORY:
             return np.isin(column, self.categories[i])
@@ -700,22 +747,19 @@ class Tree:
         """Return the (left, right) condition texts of split node ``i``."""
         kind = int(self.split_kind[i])
         t = self.threshold[i]
+        if kind == QUADRATIC:
+            mono = [names[m[0]] if len(m) == 1 else (f"{names[m[0]]}^2" if m[0] == m[1] else
+                    f"{names[m[0]]}*{names[m[1]]}") for m in quadratic_terms(self.n_features)]
+            coefs = self.coefs[i]
+            order = [g for g in range(len(mono)) if g >= self.n_features] + list(range(self.n_features))
+            lhs = _polynomial_text(coefs[order], [mono[g] for g in order], decimals)  # degree 2 first
+            text = format_threshold(t, decimals)
+            return f"{lhs} <= {text}", f"{lhs} >  {text}"
         if kind != HYPERPLANE:
             f = int(self.feature[i])
             labels = None if self.feature_categories is None else self.feature_categories[f]
             return split_texts(names[f], kind, t, self.categories.get(i, ()), labels, decimals)
-        terms = []
-        for j, c in enumerate(self.coefs[i]):
-            if c == 0:
-                continue
-            mag = _fmt_num(abs(c), decimals)
-            sign = "-" if c < 0 else "+"
-            terms.append((sign, f"{mag}*{names[j]}"))
-        if not terms:
-            lhs = "0"
-        else:
-            lhs = ("-" if terms[0][0] == "-" else "") + terms[0][1]
-            lhs += "".join(f" {s} {term}" for s, term in terms[1:])
+        lhs = _polynomial_text(self.coefs[i], names, decimals)
         text = format_threshold(t, decimals)
         return f"{lhs} <= {text}", f"{lhs} >  {text}"
 
@@ -1143,11 +1187,11 @@ class Tree:
                 continue
             if self.feature[i] != other.feature[j]:
                 return False
-            if kind in (THRESHOLD, HYPERPLANE) and self.threshold[i] != other.threshold[j]:
+            if kind in (THRESHOLD, HYPERPLANE, QUADRATIC) and self.threshold[i] != other.threshold[j]:
                 return False
             if kind == CATEGORY and not np.array_equal(self.categories[i], other.categories[j]):
                 return False
-            if kind == HYPERPLANE and not np.array_equal(self.coefs[i], other.coefs[j]):
+            if kind in (HYPERPLANE, QUADRATIC) and not np.array_equal(self.coefs[i], other.coefs[j]):
                 return False
             stack.append((int(self.children_left[i]), int(other.children_left[j])))
             stack.append((int(self.children_right[i]), int(other.children_right[j])))
@@ -1156,7 +1200,7 @@ class Tree:
     def __repr__(self) -> str:
         kinds = {
             SPLIT_KIND_NAMES[k]: int(c)
-            for k, c in enumerate(np.bincount(self.split_kind, minlength=5))
+            for k, c in enumerate(np.bincount(self.split_kind, minlength=len(SPLIT_KIND_NAMES)))
             if k != LEAF and c
         }
         extra = f", n_classes={self.n_classes}" if self.task == "classification" else ""
@@ -1319,17 +1363,18 @@ class TreeBuilder:
             Ids returned by :meth:`add_node`; the children must be distinct,
             must not be the root and must not already have a parent.
         kind : int or str
-            ``BINARY``, ``THRESHOLD``, ``CATEGORY`` or ``HYPERPLANE`` (or
-            their names).
+            ``BINARY``, ``THRESHOLD``, ``CATEGORY``, ``HYPERPLANE`` or
+            ``QUADRATIC`` (or their names).
         feature : int or None
-            Tested feature; ``None`` or ``-1`` for ``HYPERPLANE``.
+            Tested feature; ``None`` or ``-1`` for ``HYPERPLANE`` and ``QUADRATIC``.
         threshold : float or None
-            ``BINARY``: ignored if None, else must be 0.5.  ``THRESHOLD``
-            and ``HYPERPLANE``: required.  ``CATEGORY``: must be None.
+            ``BINARY``: ignored if None, else must be 0.5.  ``THRESHOLD``,
+            ``HYPERPLANE`` and ``QUADRATIC``: required.  ``CATEGORY``: must be None.
         categories : iterable of float, optional
             Category codes sent left (``CATEGORY`` only).
-        coef : array-like of float, shape (n_features,), optional
-            Hyperplane coefficients (``HYPERPLANE`` only).
+        coef : array-like of float, optional
+            Coefficients of a ``HYPERPLANE`` split (length ``n_features``) or of
+            a ``QUADRATIC`` split (one per monomial of :func:`quadratic_terms`).
         """
         node = self._check_id(node, "node")
         left = self._check_id(left, "left")
@@ -1347,9 +1392,9 @@ class TreeBuilder:
                 raise ValueError("node 0 is the root and cannot be a child")
             if self._has_parent[child]:
                 raise ValueError(f"node {child} already has a parent")
-        if kind == HYPERPLANE:
+        if kind in (HYPERPLANE, QUADRATIC):
             if feature not in (None, -1):
-                raise ValueError(f"feature must be None or -1 for a HYPERPLANE split; got {feature!r}")
+                raise ValueError(f"feature must be None or -1 for a {name} split; got {feature!r}")
             feature = -1
         elif (isinstance(feature, bool) or not isinstance(feature, (int, np.integer))
               or not 0 <= feature < self.n_features):
@@ -1375,15 +1420,17 @@ class TreeBuilder:
             self._categories[node] = cats
         elif categories is not None:
             raise ValueError(f"categories is only used by CATEGORY splits, not {name}")
-        if kind == HYPERPLANE:
+        if kind in (HYPERPLANE, QUADRATIC):
             if coef is None:
-                raise ValueError("a HYPERPLANE split needs coef")
+                raise ValueError(f"a {name} split needs coef")
             coef = _as_float_vector(coef, "coef")
-            if coef.shape != (self.n_features,):
-                raise ValueError(f"coef must have length n_features={self.n_features}; got {coef.shape[0]}")
+            size = self.n_features if kind == HYPERPLANE else len(quadratic_terms(self.n_features))
+            if coef.shape != (size,):
+                what = "n_features" if kind == HYPERPLANE else "the number of monomials of degree 1 and 2"
+                raise ValueError(f"coef of a {name} split must have length {what}={size}; got {coef.shape[0]}")
             self._coefs[node] = coef
         elif coef is not None:
-            raise ValueError(f"coef is only used by HYPERPLANE splits, not {name}")
+            raise ValueError(f"coef is only used by HYPERPLANE and QUADRATIC splits, not {name}")
         self._kind[node] = kind
         self._feature[node] = int(feature)
         self._threshold[node] = threshold

@@ -4,8 +4,8 @@ Data subsets are packed bitsets over the training points
 (:mod:`arboretum._numba`); a rule is its bitset ``pos[r]`` of ``r+`` and its
 defining points ``defs[r]``.
 
-* :func:`leaf_cost` -- the objective of one leaf (0-1 loss with weights, or
-  squared error);
+* :func:`leaf_cost` -- the objective of one leaf (0-1 loss with weights,
+  squared error, or a user's compiled leaf cost: :class:`.user.LeafObjective`);
 * :func:`sodt_cost` -- ``sodt`` (spec eq. 17) of one K-combination, with the
   leaf-size and depth constraints fused into the recursion (§3.9), run on an
   explicit stack of at most ``K + 1`` frames;
@@ -30,7 +30,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from .._numba import ctz64, popcount64
 
@@ -40,6 +41,12 @@ INF = np.inf
 ZERO_ONE_UNIT = 0  # 0-1 loss, every weight 1: class counts by popcount
 ZERO_ONE = 1  # weighted 0-1 loss
 SQUARED = 2  # weighted squared error around the leaf's weighted mean
+USER = 3  # a user's leaf cost over the per-leaf sums of per-point statistics (and the member indices)
+
+#: Signature of a user's leaf cost: ``cost(sums, members, n_members, stats) -> float``
+#: (:class:`.user.LeafObjective`).
+USER_COST_SIGNATURE = types.float64(types.float64[:], types.int64[:], types.int64, types.float64[:, :])
+
 
 
 class Objective(NamedTuple):
@@ -53,10 +60,29 @@ class Objective(NamedTuple):
     counts: np.ndarray  #: (n_classes,) float64 scratch
 
 
+class UserObjective(NamedTuple):
+    """A user's objective (mode USER): the fields of :class:`Objective`, the per-point statistics
+    and the compiled cost.  A type of its own, so that the kernels compiled for the built-in
+    objectives are exactly what they were (the user's kernels are a second specialisation, shared
+    by every user cost: the cost is a first-class function of :data:`USER_COST_SIGNATURE`)."""
+
+    mode: int
+    cls_bits: np.ndarray
+    label: np.ndarray
+    weight: np.ndarray
+    target: np.ndarray
+    counts: np.ndarray
+    stats: np.ndarray  #: (n_samples, n_stats) float64: per-point statistics
+    sums: np.ndarray  #: (n_stats,) float64 scratch: their sums over a leaf
+    members: np.ndarray  #: (n_samples,) int64 scratch: a leaf's point indices
+    user_cost: object  #: the compiled leaf cost (a numba cfunc)
+
+
 @njit(cache=True)
 def leaf_cost(idx, obj):
     """Cost of a leaf holding the points of ``idx``: weighted misclassification of the majority
-    class, or weighted squared error around the weighted mean (two passes).  Empty leaf: 0."""
+    class, weighted squared error around the weighted mean (two passes), or a user's cost of the
+    leaf's statistics (USER).  Empty leaf: 0 for the built-in objectives."""
     W = idx.shape[0]
     mode = obj.mode
     if mode == ZERO_ONE_UNIT:
@@ -90,6 +116,8 @@ def leaf_cost(idx, obj):
             if counts[c] > best:
                 best = counts[c]
         return max(total - best, 0.0)
+    if mode == USER:
+        return _user_leaf_cost(idx, obj)
     target = obj.target
     sw = 0.0
     swy = 0.0
@@ -114,6 +142,37 @@ def leaf_cost(idx, obj):
             sse += weight[i] * d * d
             b &= b - np.uint64(1)
     return sse
+
+
+def _user_leaf_cost(idx, obj):  # pragma: no cover - replaced by its overload in compiled code
+    """A USER leaf: the sums of ``obj.stats`` over its points and their indices, given to the
+    user's compiled cost (0 for the built-in :class:`Objective`, where it is never called)."""
+
+
+@overload(_user_leaf_cost)
+def _user_leaf_cost_impl(idx, obj):
+    if isinstance(obj, types.BaseNamedTuple) and "user_cost" in obj.fields:
+        return lambda idx, obj: _user_leaf_cost_of(idx, obj)
+    return lambda idx, obj: 0.0
+
+
+@njit(cache=True)
+def _user_leaf_cost_of(idx, obj):
+    sums = obj.sums
+    stats = obj.stats
+    members = obj.members
+    sums[:] = 0.0
+    n = 0
+    for w in range(idx.shape[0]):
+        b = idx[w]
+        while b != 0:
+            i = w * 64 + np.int64(ctz64(b))
+            for s in range(stats.shape[1]):
+                sums[s] += stats[i, s]
+            members[n] = i
+            n += 1
+            b &= b - np.uint64(1)
+    return obj.user_cost(sums, members, n, stats)
 
 
 @njit(cache=True, inline="always")

@@ -15,12 +15,14 @@ from .. import data as _data
 from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..binarizer import _sorted_labels
-from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
-from ..tree import HYPERPLANE, THRESHOLD, Tree, TreeBuilder
+from ..data import InstanceOf, Interval, Options, check_classification_targets_encoded, check_regression_targets
+from ..tree import HYPERPLANE, QUADRATIC, THRESHOLD, Tree, TreeBuilder, quadratic_features
 from . import _kernels as K
 from . import depth2, hyper1
-from .rules import AXIS, MAX_HYPERPLANE_DIM, axis_thresholds, make_rules, n_hyperplane_subsets, routing_plane
+from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, axis_thresholds, bytes_per_rule,
+                    lifted_dim, make_rules, n_family_rules, routing_plane)
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
+from .user import CandidateRules, LeafObjective
 
 __all__ = ["OptimalTreeClassifier", "OptimalTreeRegressor", "MAX_COMBINATIONS", "MAX_RULE_BYTES"]
 
@@ -29,14 +31,16 @@ __all__ = ["OptimalTreeClassifier", "OptimalTreeRegressor", "MAX_COMBINATIONS", 
 MAX_COMBINATIONS = 10**15
 #: A request whose rule bitsets would take more bytes than this is refused before any work.
 MAX_RULE_BYTES = 4 * 2**30
-SPLIT_TYPES = ("axis", "hyperplane")
+SPLIT_TYPES = ("axis", "hyperplane", "quadratic")
 
 _OWN: dict = {
     "max_splits": [Interval(numbers.Integral, 0, None)],
     "exact_splits": ["boolean"],
-    "split_type": [Options(SPLIT_TYPES)],
+    "split_type": [Options(SPLIT_TYPES), InstanceOf(CandidateRules, "an arboretum.optimal.CandidateRules")],
     "max_depth": [Interval(numbers.Integral, 1, None), None],
     "min_samples_leaf": [Interval(numbers.Integral, 0, None)],
+    "objective": [None, Options(("zero_one", "squared_error")),
+                  InstanceOf(LeafObjective, "an arboretum.optimal.LeafObjective")],
 }
 
 
@@ -80,23 +84,44 @@ class _OptimalTreeBase(TreeEstimator):
 
     # Both estimators take the same parameters (scikit-learn reads them off this signature).
     def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
-                 max_depth: int | None = None, min_samples_leaf: int = 1,
+                 max_depth: int | None = None, min_samples_leaf: int = 1, objective: Any = None,
                  time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
         self.max_splits = max_splits
         self.exact_splits = exact_splits
         self.split_type = split_type
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
+        self.objective = objective
         self.time_limit = time_limit
         self.verbose = verbose
 
     _parameter_constraints: dict = constraints("time_limit", "verbose", **_OWN)
-
+    #: The name of the built-in objective (``objective=None`` or this).
+    _builtin_objective = ""
 
     def _n_rules(self, n: int, d: int) -> int:
-        if self.split_type == "axis":
-            return n * d
-        return n_hyperplane_subsets(n, d) * 2**d
+        if isinstance(self.split_type, CandidateRules):
+            return len(self.split_type)
+        return n_family_rules(self.split_type, n, d)
+
+    @property
+    def _family(self) -> str:
+        """The rule family's name in messages."""
+        return "user" if isinstance(self.split_type, CandidateRules) else self.split_type
+
+    def _user_objective(self) -> LeafObjective | None:
+        return self.objective if isinstance(self.objective, LeafObjective) else None
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if isinstance(self.objective, str) and self.objective != self._builtin_objective:
+            raise ValueError(
+                f"{type(self).__name__}: objective must be None, {self._builtin_objective!r} or a LeafObjective; "
+                f"got {self.objective!r}"
+            )
+        if isinstance(self.objective, LeafObjective):
+            self.objective.compiled()  # numba compiles the user's cost now, before the clock starts
+            _warm_user_kernels()
 
     def estimate_cost(self, X: Any) -> dict:
         """What fitting ``X`` implies, before any work: rules, combinations, rule memory.
@@ -111,7 +136,8 @@ class _OptimalTreeBase(TreeEstimator):
             ``n_rules`` (candidate rules ``M``; for hyperplanes an upper bound:
             affinely dependent subsets are skipped), ``n_combinations`` (the
             K-combinations of rules the search examines without pruning) and
-            ``rule_bytes`` (memory of the rules' bitsets).
+            ``rule_bytes`` (memory of the stored rules: bitsets, defining
+            points, planes).
         """
         self._validate_params()
         columns, n, _ = _data.read_columns(X, None)
@@ -122,7 +148,8 @@ class _OptimalTreeBase(TreeEstimator):
         return {
             "n_rules": m,
             "n_combinations": n_combinations(m, self.max_splits, self.exact_splits),
-            "rule_bytes": m * ((n + 63) // 64) * 8,
+            "rule_bytes": m * (bytes_per_rule(self.split_type, n, d) if isinstance(self.split_type, str)
+                               else 8 * ((n + 63) // 64) + 64),
         }
 
     def _preflight(self, n: int, d: int, fast: bool = False) -> None:
@@ -133,23 +160,34 @@ class _OptimalTreeBase(TreeEstimator):
                 f"split_type='hyperplane' supports at most {MAX_HYPERPLANE_DIM} features; X has {d}. "
                 f"Select a few features first, or use split_type='axis'."
             )
+        if self.split_type == "quadratic" and d > MAX_QUADRATIC_FEATURES:
+            raise ValueError(
+                f"split_type='quadratic' supports at most {MAX_QUADRATIC_FEATURES} features (their degree-2 "
+                f"monomials span {lifted_dim(MAX_QUADRATIC_FEATURES)} dimensions; {d} features would give "
+                f"{lifted_dim(d)} and C(N, {lifted_dim(d)}) * 2**{lifted_dim(d)} rules); X has {d}. Select one or "
+                f"two features first, or use split_type='hyperplane'."
+            )
+        if isinstance(self.split_type, CandidateRules):
+            self.split_type.check(n, d)
         cost = self._cost(n, d)
         advice = (
             "lower max_splits, set max_depth, subsample the rows"
             + (", select fewer features or use split_type='axis'" if self.split_type == "hyperplane" else "")
+            + (", or use split_type='hyperplane' (C(N, D) * 2**D rules)" if self.split_type == "quadratic" else "")
+            + (", or give fewer rules" if isinstance(self.split_type, CandidateRules) else "")
         )
         if fast:
             return
         if cost["rule_bytes"] > MAX_RULE_BYTES:
             raise ValueError(
-                f"{type(self).__name__}: {cost['n_rules']:,} candidate {self.split_type} rules on {n} samples "
-                f"would need {cost['rule_bytes'] / 2**30:.1f} GiB (more than {MAX_RULE_BYTES / 2**30:.0f} GiB); "
+                f"{type(self).__name__}: {cost['n_rules']:,} candidate {self._family} rules on {n} samples "
+                f"would take {cost['rule_bytes'] / 2**30:.1f} GiB (more than {MAX_RULE_BYTES / 2**30:.0f} GiB); "
                 f"{advice}."
             )
         if cost["n_combinations"] > MAX_COMBINATIONS:
             raise ValueError(
                 f"{type(self).__name__}: max_splits={self.max_splits} over {cost['n_rules']:,} candidate "
-                f"{self.split_type} rules means {cost['n_combinations']:.3g} combinations of rules (more than "
+                f"{self._family} rules means {cost['n_combinations']:.3g} combinations of rules (more than "
                 f"{MAX_COMBINATIONS:.0e}: weeks even at a billion a second); {advice}."
             )
 
@@ -185,10 +223,21 @@ class _OptimalTreeBase(TreeEstimator):
         pick = lambda a: None if a is None else a[order]  # noqa: E731
         labels, target, raw_target, weight = pick(labels), pick(target), pick(raw_target), pick(weight)
         n, d = E.shape
-        fast = depth2.applies(self.split_type, self.max_splits, self.exact_splits, self.max_depth)
-        single = hyper1.applies(self.split_type, self.max_splits, d)
+        user_obj = self._user_objective()
+        quadratic = self.split_type == "quadratic"
+        # the lifted points of the quadratic family: its rules are hyperplanes of this space
+        Z = quadratic_features(E) if quadratic and d <= MAX_QUADRATIC_FEATURES else E
+        fast = user_obj is None and depth2.applies(self.split_type, self.max_splits, self.exact_splits,
+                                                   self.max_depth)
+        single = user_obj is None and self.split_type in ("hyperplane", "quadratic") and hyper1.applies(
+            "hyperplane", self.max_splits, Z.shape[1])
         self._preflight(n, d, fast or single)
-        obj = make_objective(n, labels=labels, n_classes=n_classes, target=target, weight=weight)
+        if user_obj is not None:
+            y_user = labels if labels is not None else raw_target
+            obj = _user_objective(user_obj, y_user, weight, n_classes)
+            scale = 1.0
+        else:
+            obj = make_objective(n, labels=labels, n_classes=n_classes, target=target, weight=weight)
         if fast:
             self.n_rules_ = n * d
             sol = depth2.solve_depth2(E, obj, self.max_splits, nmin=self.min_samples_leaf, depth=self.max_depth,
@@ -198,22 +247,25 @@ class _OptimalTreeBase(TreeEstimator):
             def split_of(r: int) -> tuple:
                 return THRESHOLD, r // n, float(thresholds[r // n][r % n]), None
         elif single:
-            self.n_rules_ = n_hyperplane_subsets(n, d) * 2**d
-            sol, rule1 = hyper1.solve_hyperplane1(E, obj, exact=self.exact_splits, nmin=self.min_samples_leaf,
+            self.n_rules_ = n_family_rules(self.split_type, n, d)
+            sol, rule1 = hyper1.solve_hyperplane1(Z, obj, exact=self.exact_splits, nmin=self.min_samples_leaf,
                                                   deadline=clock.deadline)
 
             def split_of(r: int) -> tuple:
-                coef, thr = routing_plane(rule1, r, E)
-                return HYPERPLANE, None, thr, coef
+                return _plane_split(rule1, r, Z, QUADRATIC if quadratic else HYPERPLANE)
         else:
-            rules = make_rules(E, self.split_type)
+            if isinstance(self.split_type, CandidateRules):
+                rules = self.split_type.rule_set(E, rows=order)
+            else:
+                rules = make_rules(E, self.split_type)
             self.n_rules_ = rules.n_rules
             greedy = None
             if self.split_type == "axis" and not self.exact_splits and self.max_splits >= 1:
                 greedy = self._greedy(E, obj, labels, target, weight)
             incumbent = None
             if greedy is not None:  # a little above its cost: the DP may sum the same leaves in another order
-                incumbent = greedy.cost * (1 + 1e-12) + 1e-300 if obj.mode == K.SQUARED else greedy.cost
+                incumbent = (greedy.cost * (1 + 1e-12) + 1e-300 if obj.mode in (K.SQUARED, K.USER)
+                             else greedy.cost)
             sol = solve(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
                         depth=self.max_depth, deadline=clock.deadline,
                         progress=self._progress if self.verbose else None, incumbent=incumbent)
@@ -224,8 +276,11 @@ class _OptimalTreeBase(TreeEstimator):
             def split_of(r: int) -> tuple:
                 if rules.kind[r] == AXIS:
                     return THRESHOLD, int(rules.feature[r]), float(rules.threshold[r]), None
-                coef, thr = routing_plane(rules, r, E)
-                return HYPERPLANE, None, thr, coef
+                if rules.kind[r] == HYPER:
+                    return _plane_split(rules, r, E, HYPERPLANE)
+                if rules.kind[r] == QUAD:
+                    return _plane_split(rules, r, Z, QUADRATIC)
+                return rules.splits[r]
         if sol.tree is None and sol.optimal:
             raise ValueError(
                 f"{type(self).__name__}: no tree with {'exactly' if self.exact_splits else 'at most'} "
@@ -242,6 +297,9 @@ class _OptimalTreeBase(TreeEstimator):
             leaf_kw.update(labels=labels, n_classes=n_classes)
         else:
             leaf_kw["target"] = raw_target
+        if user_obj is not None and user_obj.value is not None:
+            leaf_kw["value_of"] = _user_value(user_obj, labels if labels is not None else raw_target, weight,
+                                              n_classes if labels is not None else 1)
         self.tree_ = self._build_tree(sol.tree, split_of, E.shape[1], cats, leaf_kw)
         self.objective_ = float(sol.cost) * scale
         self.optimal_ = bool(sol.optimal)
@@ -292,8 +350,13 @@ class _OptimalTreeBase(TreeEstimator):
             task="classification" if classes is not None else "regression",
             feature_names=self._feature_names(), feature_categories=cats,
         )
+        leaf_kw = dict(leaf_kw)
+        value_of = leaf_kw.pop("value_of", None)
+
         def add(node: Node, depth: int) -> int:
             counts, value = leaf_value(node.points, **leaf_kw)
+            if value_of is not None:
+                value = value_of(node.points)
             i = builder.add_node(counts, value, depth)
             if node.rule >= 0:
                 left = add(node.left, depth + 1)
@@ -304,6 +367,76 @@ class _OptimalTreeBase(TreeEstimator):
 
         add(root, 0)
         return builder.build()
+
+
+def _plane_split(rules, r: int, Z: np.ndarray, kind: int) -> tuple:
+    """The ``HYPERPLANE`` (``Z = X``) or ``QUADRATIC`` (``Z`` the lifted points) split of plane rule
+    ``r``: its routing plane (:func:`.rules.routing_plane`); a quadratic one scaled by a power of two
+    so that its largest coefficient is in [0.5, 1) (readable, and the very same test in floating point)."""
+    coef, thr = routing_plane(rules, r, Z)
+    top = float(np.max(np.abs(coef))) if coef.size else 0.0
+    if kind == QUADRATIC and top > 0 and np.isfinite(top):
+        e = -int(np.frexp(top)[1])
+        if np.all(np.isfinite(np.ldexp(coef, e))) and np.isfinite(np.ldexp(thr, e)):
+            coef, thr = np.ldexp(coef, e), float(np.ldexp(thr, e))
+    return kind, None, thr, coef
+
+
+def _user_objective(user: LeafObjective, y: np.ndarray, weight: np.ndarray | None, n_classes: int) -> K.Objective:
+    """The kernels' objective of a user's :class:`LeafObjective` on the search's points."""
+    n = y.shape[0]
+    w = np.ones(n) if weight is None else weight
+    S = user.point_stats(y, w)
+    cost = user.compiled()
+    labels = y.astype(np.int64) if n_classes else np.zeros(n, dtype=np.int64)
+    obj = K.UserObjective(K.USER, np.zeros((1, (n + 63) // 64), dtype=np.uint64), labels, w, np.zeros(n),
+                          np.zeros(max(n_classes, 1)), S, np.zeros(S.shape[1]), np.zeros(n, dtype=np.int64), cost)
+    root = float(K.leaf_cost(_all_bits(n), obj))
+    if not (np.isfinite(root) and root >= 0):
+        raise ValueError(f"LeafObjective {user.name!r}: the cost of the leaf of all {n} training points is {root}; "
+                         f"a leaf's cost must be a finite number >= 0")
+    return obj
+
+
+def _user_value(user: LeafObjective, y: np.ndarray, weight: np.ndarray | None, size: int):
+    """``points -> value`` of a leaf by the user's ``value(y, sample_weight)``, checked."""
+    w = np.ones(y.shape[0]) if weight is None else weight
+
+    def value_of(points: np.ndarray) -> np.ndarray:
+        v = np.atleast_1d(np.asarray(user.value(y[points], w[points]), dtype=np.float64))
+        if v.shape != (size,) or not np.all(np.isfinite(v)) or (size > 1 and np.any(v < 0)):
+            raise ValueError(f"LeafObjective {user.name!r}: value(y, sample_weight) must return "
+                             f"{'one number' if size == 1 else f'{size} non-negative numbers (one per class)'}; "
+                             f"got {v.tolist()}")
+        return v
+
+    return value_of
+
+
+_USER_WARM: list = []
+
+
+def _zero_cost(sums, members, n_members, stats):  # pragma: no cover - compiled as a cfunc
+    return 0.0
+
+
+def _warm_user_kernels() -> None:
+    """Compile (or load from numba's cache) the kernels' specialisation for user objectives once per
+    process, before a fit's clock starts (it is shared by every user cost, so only the first fit
+    of a process with a :class:`LeafObjective` pays it)."""
+    if _USER_WARM:
+        return
+    from numba import cfunc
+
+    from .rules import axis_rules
+
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
+    labels = np.array([0, 1, 1, 0])
+    cost = cfunc(K.USER_COST_SIGNATURE, cache=True)(_zero_cost)
+    obj = K.UserObjective(K.USER, np.zeros((1, 1), dtype=np.uint64), labels, np.ones(4), np.zeros(4), np.zeros(2),
+                          np.ones((4, 1)), np.zeros(1), np.zeros(4, dtype=np.int64), cost)
+    solve(axis_rules(X), obj, 2, depth=2, nmin=1)
+    _USER_WARM.append(True)
 
 
 def _all_bits(n: int) -> np.ndarray:
@@ -320,19 +453,32 @@ _DOC_PARAMS = """
     exact_splits : bool, default=False
         Only trees with exactly ``max_splits`` rules (the paper's ``odt_K``);
         then a tree may need an empty leaf, which ``min_samples_leaf=0`` allows.
-    split_type : {"axis", "hyperplane"}, default="axis"
+    split_type : {"axis", "hyperplane", "quadratic"} or CandidateRules, default="axis"
         The candidate rules (spec-002 §3.11).  "axis": ``x_d <= x_{n,d}``, one
         per (feature, training point), ``N * D`` rules.  "hyperplane": the
         hyperplane through every affinely independent ``D``-subset of training
         points with each of the ``2**D`` assignments of those points to the
         two sides, ``C(N, D) * 2**D`` rules (at most 6 features); exact sign
-        tests.  The optimum is over the proper trees built from these rules
-        (every rule below another lies wholly on one side of it), which for
-        axis rules is the optimum over all axis-parallel trees.
+        tests.  "quadratic": degree-2 hypersurfaces, the hyperplanes of the
+        lifted points ``(x_j, x_j x_k)`` (``G = D + D (D + 1) / 2``
+        dimensions) through ``G``-subsets, ``C(N, G) * 2**G`` rules (at most
+        2 features, ``G = 5``: small ``N`` only, e.g. ``N = 20`` gives 496,128
+        rules); ``QUADRATIC`` splits.  A
+        :class:`~arboretum.optimal.CandidateRules`: the user's own rules.  The
+        optimum is over the proper trees built from these rules (every rule
+        below another lies wholly on one side of it), which for axis rules is
+        the optimum over all axis-parallel trees.
     max_depth : int or None, default=None
         Most splits on a root-to-leaf path; None: any.
     min_samples_leaf : int, default=1
         Fewest training samples (unweighted) in a leaf.
+    objective : None, "zero_one", "squared_error" or LeafObjective, default=None
+        The training objective: None or the built-in name (the classifier's
+        weighted 0-1 loss "zero_one", the regressor's weighted squared error
+        "squared_error"), or any objective that is a sum over the leaves of
+        a function of each leaf's points, as a
+        :class:`~arboretum.optimal.LeafObjective` (e.g. weighted Gini, a
+        cost-sensitive 0-1 loss, absolute error; spec-002 §3.5).
     time_limit : float or None, default=60
         Seconds of wall clock for the whole ``fit`` (numba compilation
         excluded): reading ``X``, generating the rules, the search (checked
@@ -367,6 +513,8 @@ _DOC_ATTRS = """
 
 
 class OptimalTreeClassifier(ClassifierMixin, _OptimalTreeBase):
+    _builtin_objective = "zero_one"
+
     __doc__ = f"""Provably optimal classification tree with at most (or exactly) K splitting rules.
 
     He & Little (2025), "Provably optimal decision trees with arbitrary
@@ -454,6 +602,8 @@ class OptimalTreeClassifier(ClassifierMixin, _OptimalTreeBase):
 
 
 class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
+    _builtin_objective = "squared_error"
+
     __doc__ = f"""Provably optimal regression tree (least squared error) with at most (or exactly) K splitting rules.
 
     The regression counterpart of :class:`OptimalTreeClassifier`: the leaf

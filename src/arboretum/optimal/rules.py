@@ -28,6 +28,16 @@ Families
     floating-point evaluation with a forward error bound; a point within the
     bound is on the plane and follows the on-plane policy (spec G2, G3; see
     :func:`_side_values`).
+``quadratic`` (:func:`quadratic_rules`)
+    Degree-2 hypersurfaces: the hyperplane rules above in the lifted space of
+    the monomials ``x_j`` and ``x_j x_k`` (:func:`arboretum.tree.quadratic_features`,
+    ``G = D + D (D + 1) / 2`` dimensions), through every affinely independent
+    ``G``-subset of *lifted* points, with all ``2**G`` assignments of the
+    defining points; the same robust sign tests on the lifted coordinates (the
+    very floats the fitted tree's ``QUADRATIC`` split evaluates), and
+    rank-deficient lifted subsets (e.g. four collinear points in 2-D) skipped
+    (spec §3.11 (c), G16).  Nothing is copied: one lifting map and the
+    hyperplane machinery (:func:`_plane_rules`).
 """
 
 from __future__ import annotations
@@ -41,16 +51,22 @@ import numpy as np
 from .._numba import n_words, pack_columns
 
 __all__ = ["RuleSet", "axis_rules", "axis_thresholds", "hyperplane_rules", "hyperplane_subset_rules", "make_rules",
-           "n_hyperplane_subsets",
-           "MAX_HYPERPLANE_DIM", "AXIS", "HYPER"]
+           "n_hyperplane_subsets", "quadratic_rules", "lifted_dim", "n_family_rules", "bytes_per_rule",
+           "MAX_HYPERPLANE_DIM", "MAX_QUADRATIC_FEATURES", "AXIS", "HYPER", "QUAD", "USER"]
 
 #: Rule kinds.
 AXIS = 0
 HYPER = 1
+QUAD = 2  #: a hyperplane of the lifted space (degree-2 hypersurface); ``planes`` in lifted coordinates
+USER = 3  #: a rule of a user's :class:`.user.CandidateRules`
 #: Largest dimension of the hyperplane family (cofactors by Laplace expansion, D! terms each).
 MAX_HYPERPLANE_DIM = 6
 #: Largest dimension of the numba single-hyperplane path (:mod:`.hyper1`, explicit cofactors).
 MAX_FAST_DIM = 3
+#: Most features of the quadratic family (its lifted dimension must stay <= MAX_HYPERPLANE_DIM: D = 2 gives G = 5).
+MAX_QUADRATIC_FEATURES = 2
+#: D-subsets whose planes are computed in one vectorised batch.
+_BATCH = 2048
 _EPS = np.finfo(np.float64).eps
 
 
@@ -81,6 +97,9 @@ class RuleSet:
         On-plane assignment of a hyperplane rule's defining points: bit
         ``D - 1 - k`` set means defining point ``k`` goes right.
     n_samples : int
+    splits : list or None
+        For :data:`USER` rules, the fitted tree's split of every rule
+        ``(kind, feature, threshold, coef)`` (:mod:`.user`); None otherwise.
     """
 
     pos: np.ndarray
@@ -91,6 +110,7 @@ class RuleSet:
     planes: np.ndarray | None
     assign: np.ndarray
     n_samples: int
+    splits: list | None = None
 
     @property
     def n_rules(self) -> int:
@@ -106,7 +126,10 @@ class RuleSet:
         if self.kind[r] == AXIS:
             return f"x{self.feature[r]} <= {self.threshold[r]:g} (point {self.defs[r, 0]})"
         pts = [int(p) for p in self.defs[r] if p >= 0]
-        return f"hyperplane through {pts} (assignment {self.assign[r]})"
+        if self.kind[r] == USER:
+            return f"user rule {self.feature[r]} (defining points {pts})"
+        what = "hyperplane" if self.kind[r] == HYPER else "quadratic surface"
+        return f"{what} through {pts} (assignment {self.assign[r]})"
 
 
 def _empty(n_samples: int, n_features: int, max_defs: int, planes: bool) -> RuleSet:
@@ -229,9 +252,12 @@ def _laplace_perm(A: np.ndarray) -> np.ndarray:
     return total
 
 
-def _side_values(X: np.ndarray, P: np.ndarray, subset: tuple[int, ...]) -> np.ndarray | None:
-    """Robust signs (-1, 0, +1) of ``w . x_n + b`` for every sample, for the plane through ``P``;
-    None when the points are affinely dependent.
+def _batch_sides(X: np.ndarray, subsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Planes through the rows ``X[subsets[b]]`` of a batch of ``D``-subsets (B, D), vectorised.
+
+    Returns ``(wb, sides, ok)``: the cofactors ``(w, b)`` (B, D + 1), the
+    robust signs (B, N) of ``w . x_n + b`` (0: on the plane, always so at the
+    defining points) and whether each subset is affinely independent.
 
     The floating-point value ``v = w . x + b`` (cofactors by Laplace expansion)
     differs from the exact determinant by less than ``(D + 3) * eps`` (plus a
@@ -247,18 +273,25 @@ def _side_values(X: np.ndarray, P: np.ndarray, subset: tuple[int, ...]) -> np.nd
     so every value is exact and so is every sign.  Points are affinely
     dependent when every cofactor is within its bound.
     """
-    D = P.shape[0]
-    wb = _cofactors(P[None])[0]
-    wb_abs = _cofactors(P[None], absolute=True)[0]
+    D = X.shape[1]
+    P = X[subsets]  # (B, D, D)
+    wb = _cofactors(P)
+    wa = _cofactors(P, absolute=True)
     gamma = 1.01 * (D + 3) * _EPS
-    if np.all(np.abs(wb) <= gamma * wb_abs):
-        return None
-    v = X @ wb[:D] + wb[D]
-    bound = gamma * (np.abs(X) @ wb_abs[:D] + wb_abs[D])
+    ok = ~np.all(np.abs(wb) <= gamma * wa, axis=1)
+    v = wb[:, :D] @ X.T + wb[:, D:]
+    bound = gamma * (wa[:, :D] @ np.abs(X).T + wa[:, D:])
     s = np.sign(v).astype(np.int64)
     s[np.abs(v) <= bound] = 0
-    s[np.asarray(subset)] = 0
-    return s
+    np.put_along_axis(s, subsets, 0, axis=1)
+    return wb, s, ok
+
+
+def _side_values(X: np.ndarray, P: np.ndarray, subset: tuple[int, ...]) -> np.ndarray | None:
+    """Robust signs (-1, 0, +1) of ``w . x_n + b`` for every sample, for the plane through the
+    points ``subset`` (``P = X[subset]``); None when they are affinely dependent (see :func:`_batch_sides`)."""
+    _, s, ok = _batch_sides(X, np.asarray(subset, dtype=np.int64)[None])
+    return s[0] if ok[0] else None
 
 
 def hyperplane_rules(X: np.ndarray) -> RuleSet:
@@ -291,16 +324,63 @@ def hyperplane_rules(X: np.ndarray) -> RuleSet:
     RuleSet
     """
     X = np.asarray(X, dtype=np.float64)
-    n, D = X.shape
+    D = X.shape[1]
     if not 1 <= D <= MAX_HYPERPLANE_DIM:
         raise ValueError(
             f"hyperplane rules need 1 to {MAX_HYPERPLANE_DIM} features; got {D} (C(N, D) * 2**D rules "
             f"would be far too many: select a few features first)"
         )
-    parts = [hyperplane_subset_rules(X, subset) for subset in itertools.combinations(range(n), D)]
-    parts = [p for p in parts if p.n_rules]
+    return _family_rules(X, HYPER)
+
+
+def lifted_dim(n_features: int) -> int:
+    """``G``: the dimension of the lifted space of the quadratic family (spec §3.11 (c))."""
+    from ..tree import quadratic_terms
+
+    return len(quadratic_terms(n_features))
+
+
+def quadratic_rules(X: np.ndarray) -> RuleSet:
+    """Degree-2 hypersurface rules: :func:`hyperplane_rules` of the lifted points
+    ``quadratic_features(X)``, through every affinely independent ``G``-subset of them with all
+    ``2**G`` assignments of the defining points (kind :data:`QUAD`; ``planes`` in lifted coordinates).
+
+    Parameters
+    ----------
+    X : ndarray of float64, shape (n_samples, n_features), ``1 <= n_features <= 2``
+
+    Returns
+    -------
+    RuleSet
+        ``C(N, G) * 2**G`` rules at most (degenerate lifted subsets skipped).
+    """
+    from ..tree import quadratic_features
+
+    X = np.asarray(X, dtype=np.float64)
+    D = X.shape[1]
+    if not 1 <= D <= MAX_QUADRATIC_FEATURES:
+        raise ValueError(
+            f"quadratic rules need 1 to {MAX_QUADRATIC_FEATURES} features; got {D} (the lifted space "
+            f"would have {lifted_dim(D)} dimensions and C(N, {lifted_dim(D)}) * 2**{lifted_dim(D)} rules: "
+            f"select one or two features first)"
+        )
+    return _family_rules(quadratic_features(X), QUAD)
+
+
+def _family_rules(Z: np.ndarray, kind: int) -> RuleSet:
+    """The plane rules of every ``G``-subset of the rows of ``Z`` (lexicographic order), in batches."""
+    n, G = Z.shape
+    parts = []
+    it = itertools.combinations(range(n), G)
+    while True:
+        batch = np.array(list(itertools.islice(it, _BATCH)), dtype=np.int64).reshape(-1, G)
+        if batch.shape[0] == 0:
+            break
+        part = _plane_rules(Z, batch, kind)
+        if part.n_rules:
+            parts.append(part)
     if not parts:
-        return _empty(n, D, D, planes=True)
+        return _empty(n, G, G, planes=True)
     return RuleSet(
         pos=np.concatenate([p.pos for p in parts]),
         defs=np.concatenate([p.defs for p in parts]),
@@ -316,32 +396,39 @@ def hyperplane_rules(X: np.ndarray) -> RuleSet:
 def hyperplane_subset_rules(X: np.ndarray, subset: tuple[int, ...], only: int | None = None) -> RuleSet:
     """The ``2**D`` rules of the plane through the points ``subset`` (none when they are affinely
     dependent), in assignment order, or only assignment ``only``; see :func:`hyperplane_rules`."""
-    n, D = X.shape
-    P = X[list(subset)]
-    s = _side_values(X, P, subset)
-    if s is None:
-        return _empty(n, D, D, planes=True)
-    wb = _cofactors(P[None])[0]
-    extra = np.flatnonzero(s == 0)
-    extra = extra[~np.isin(extra, subset)]
-    masks = []
-    assigns = range(2**D) if only is None else [only]
-    for a in assigns:
-        delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
-        left = s < 0
-        left[list(subset)] = delta < 0
-        if extra.size:
-            left[extra] = _delta_values(P, delta, X[extra]) <= 0
-        masks.append(left)
-    m = len(masks)
+    return _plane_rules(np.asarray(X, dtype=np.float64), np.asarray(subset, dtype=np.int64)[None], HYPER, only)
+
+
+def _plane_rules(Z: np.ndarray, subsets: np.ndarray, kind: int, only: int | None = None) -> RuleSet:
+    """The rules of the planes through the rows of ``Z`` indexed by each row of ``subsets`` (B, G):
+    ``2**G`` per affinely independent subset (assignment order), or only assignment ``only``."""
+    n, G = Z.shape
+    wb, s, ok = _batch_sides(Z, subsets)
+    subsets, wb, s = subsets[ok], wb[ok], s[ok]
+    B = subsets.shape[0]
+    assigns = np.arange(2**G, dtype=np.int64) if only is None else np.array([only], dtype=np.int64)
+    A = assigns.shape[0]
+    bits = ((assigns[:, None] >> (G - 1 - np.arange(G))[None, :]) & 1).astype(bool)  # (A, G): point k right
+    left = np.repeat((s < 0)[:, None, :], A, axis=1)  # (B, A, N)
+    rows = np.arange(B)[:, None, None]
+    left[rows, np.arange(A)[None, :, None], subsets[:, None, :]] = ~bits[None, :, :]
+    # other on-plane points (data not in general position) follow the tilt delta
+    for b in np.flatnonzero(np.count_nonzero(s == 0, axis=1) > G).tolist():
+        extra = np.flatnonzero(s[b] == 0)
+        extra = extra[~np.isin(extra, subsets[b])]
+        P = Z[subsets[b]]
+        for t in range(A):
+            delta = np.where(bits[t], 1.0, -1.0)
+            left[b, t, extra] = _delta_values(P, delta, Z[extra]) <= 0
+    m = B * A
     return RuleSet(
-        pos=pack_columns(np.stack(masks, axis=1)),
-        defs=np.tile(np.asarray(subset, dtype=np.int64), (m, 1)),
-        kind=np.full(m, HYPER, dtype=np.int8),
+        pos=pack_columns(left.reshape(m, n).T),
+        defs=np.repeat(subsets, A, axis=0),
+        kind=np.full(m, kind, dtype=np.int8),
         feature=np.full(m, -1, dtype=np.int64),
         threshold=np.zeros(m),
-        planes=np.tile(wb, (m, 1)),
-        assign=np.array(list(assigns), dtype=np.int64),
+        planes=np.repeat(wb, A, axis=0),
+        assign=np.tile(assigns, B),
         n_samples=n,
     )
 
@@ -424,10 +511,29 @@ def _max_margin_plane(X: np.ndarray, left: np.ndarray) -> tuple[np.ndarray, floa
     return coef, float(-(b - float(np.dot(coef, m))))
 
 
+def n_family_rules(split_type: str, n_samples: int, n_features: int) -> int:
+    """Candidate rules of a built-in family (an upper bound for the plane families, whose
+    affinely dependent subsets are skipped): ``N D``, ``C(N, D) 2**D`` or ``C(N, G) 2**G``."""
+    if split_type == "axis":
+        return n_samples * n_features
+    g = n_features if split_type == "hyperplane" else lifted_dim(n_features)
+    return math.comb(int(n_samples), g) * 2**g
+
+
+def bytes_per_rule(split_type: str, n_samples: int, n_features: int) -> int:
+    """Memory of one rule of a built-in family in a :class:`RuleSet`: its bitset, defining points,
+    plane (plane families), kind, feature, threshold and assignment."""
+    g = {"axis": 0, "hyperplane": n_features}.get(split_type)
+    g = lifted_dim(n_features) if g is None else g
+    return 8 * n_words(n_samples) + 8 * max(g, 1) + (8 * (g + 1) if g else 0) + 25
+
+
 def make_rules(X: np.ndarray, split_type: str) -> RuleSet:
-    """The rule family ``split_type`` ("axis" or "hyperplane") of ``X``."""
+    """The rule family ``split_type`` ("axis", "hyperplane" or "quadratic") of ``X``."""
     if split_type == "axis":
         return axis_rules(X)
     if split_type == "hyperplane":
         return hyperplane_rules(X)
-    raise ValueError(f"split_type must be 'axis' or 'hyperplane'; got {split_type!r}")
+    if split_type == "quadratic":
+        return quadratic_rules(X)
+    raise ValueError(f"split_type must be 'axis', 'hyperplane' or 'quadratic'; got {split_type!r}")
