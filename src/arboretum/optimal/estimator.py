@@ -18,7 +18,7 @@ from ..binarizer import _sorted_labels
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import HYPERPLANE, THRESHOLD, Tree, TreeBuilder
 from . import _kernels as K
-from . import depth2, hyper1
+from . import axis, depth2, hyper1
 from .rules import AXIS, MAX_HYPERPLANE_DIM, axis_thresholds, make_rules, n_hyperplane_subsets, routing_plane
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
 
@@ -185,14 +185,15 @@ class _OptimalTreeBase(TreeEstimator):
         pick = lambda a: None if a is None else a[order]  # noqa: E731
         labels, target, raw_target, weight = pick(labels), pick(target), pick(raw_target), pick(weight)
         n, d = E.shape
-        fast = depth2.applies(self.split_type, self.max_splits, self.exact_splits, self.max_depth)
+        fast = axis.applies(self.split_type, self.max_splits, self.exact_splits)
         single = hyper1.applies(self.split_type, self.max_splits, d)
-        self._preflight(n, d, fast or single)
+        # the axis search enumerates no combinations; very large requests still get the combination count's advice
+        self._preflight(n, d, single or (fast and (self.max_splits <= 4 or (self.max_depth or 9) <= 3)))
         obj = make_objective(n, labels=labels, n_classes=n_classes, target=target, weight=weight)
-        if fast:
+        if fast:  # axis-parallel, at most K: branch-and-bound over root splits (optimal/axis.py)
             self.n_rules_ = n * d
-            sol = depth2.solve_depth2(E, obj, self.max_splits, nmin=self.min_samples_leaf, depth=self.max_depth,
-                                      deadline=clock.deadline)
+            sol = axis.solve_axis(E, obj, self.max_splits, nmin=self.min_samples_leaf, depth=self.max_depth,
+                                  deadline=clock.deadline, progress=self._progress if self.verbose else None)
             thresholds = [axis_thresholds(E[:, j]) for j in range(d)]
 
             def split_of(r: int) -> tuple:
@@ -503,20 +504,25 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
         return self.tree_.value[leaves, 0].copy()
 
 
-@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_roots, None),
-                               (hyper1.hyperplane1_chunk, None)])
+@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_search, None),
+                               (depth2.scan_root, None), (depth2.best_single_root, None), (depth2.split_subset, None),
+                               (depth2.leaf_of, None), (hyper1.hyperplane1_chunk, None)])
 def _warm() -> None:
     """Compile the kernels on a tiny problem (classification with and without weights, regression;
-    the generic DP, the depth-2 path and the single-hyperplane path)."""
+    the generic DP, the axis-parallel search (depth-2 kernel and the levels above it, with and
+    without leaf sizes) and the single-hyperplane path)."""
     from .rules import axis_rules
 
     X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
     rules = axis_rules(X)
     labels = np.array([0, 1, 1, 0])
+    X8 = np.r_[X, X + 0.5]
     for kw in ({"labels": labels, "n_classes": 2}, {"labels": labels, "n_classes": 2, "weight": np.arange(1.0, 5.0)},
                {"target": X[:, 0]}):
         obj = make_objective(4, **kw)
         solve(rules, obj, 2, depth=2, nmin=1)
-        depth2.solve_depth2(X, obj, 3, depth=2, nmin=1)
+        obj8 = make_objective(8, **{a: (np.r_[v, v] if isinstance(v, np.ndarray) else v) for a, v in kw.items()})
+        for k, depth, nmin in ((3, 2, 1), (3, None, 0), (4, None, 2)):
+            axis.solve_axis(X8, obj8, k, depth=depth, nmin=nmin)
         for dim in range(1, 4):
             hyper1.solve_hyperplane1(np.c_[X, X[::-1]][:, :dim], obj, nmin=1)
