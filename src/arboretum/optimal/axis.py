@@ -207,20 +207,37 @@ class _Search:
         def ub() -> float:
             return bound if best is None else min(bound, best[0] + self.eps)
 
-        def root(d1: int, t: int):
-            """The best tree under root (d1, t) with cost below ub(), and a lower bound on its cost."""
+        prev: dict = {}  # option -> lower bounds (left, right) on its sides' costs at the last evaluated root
+
+        def root(d1: int, t: int, moved: float):
+            """The best tree under root (d1, t) with cost below ub(), and a lower bound on its cost.
+
+            ``moved``: weight of the points moved to the left since the last evaluated root of
+            this feature (inf for none); with the similarity bound, the left side's best cost
+            cannot fall and the right side's falls by at most ``moved``, so the last root's side
+            costs (or the bounds its pruned calls proved) bound this root's sides from below.
+            """
             oL, vL, oR, vR = split_subset(ords, vals, m, d1, t, self.side)
             if oL.shape[1] < self.nmin or oR.shape[1] < self.nmin:
                 return None, math.inf
             entry = u = ub()
             here = None
             for k1, k2 in options:
-                rl = self.solve(oL, vL, k1, dd, u)
+                lbL, lbR = 0.0, 0.0
+                if self.lipschitz and moved < math.inf and (k1, k2) in prev:
+                    lbL, lbR = prev[k1, k2][0], max(0.0, prev[k1, k2][1] - moved)
+                if lbL + lbR >= u:
+                    prev[k1, k2] = (lbL, lbR)
+                    continue
+                rl = self.solve(oL, vL, k1, dd, u - lbR)
                 if rl is None:
+                    prev[k1, k2] = (max(lbL, u - lbR), lbR)
                     continue
                 rr = self.solve(oR, vR, k2, dd, u - rl[0])
                 if rr is None:
+                    prev[k1, k2] = (rl[0], max(lbR, u - rl[0]))
                     continue
+                prev[k1, k2] = (rl[0], rr[0])
                 cand = (rl[0] + rr[0], 1 + rl[1] + rr[1], k1, (d1, float(vals[d1, t]), rl[2], rr[2]))
                 if here is None or cand[:3] < here[:3]:
                     here = cand
@@ -232,7 +249,7 @@ class _Search:
         greedy = None
         if g_d >= 0:
             self.counts[0] += 1
-            here, _ = root(int(g_d), int(g_t))
+            here, _ = root(int(g_d), int(g_t), math.inf)
             if here is not None and here[0] < ub():
                 greedy = here
                 bound = min(bound, here[0] + self.eps)
@@ -240,15 +257,15 @@ class _Search:
         for d1 in range(D):
             xs = vals[d1]
             cw = np.cumsum(weight[ords[d1]])
-            last, last_w = -math.inf, 0.0
+            last, last_w = -math.inf, None
             for t in np.flatnonzero(xs[:-1] != xs[1:]):
                 self.counts[1] += 1
-                if self.lipschitz and last - (cw[t] - last_w) >= ub():
+                if self.lipschitz and last_w is not None and last - (cw[t] - last_w) >= ub():
                     continue
                 if self._out_of_time():
                     break
                 self.counts[0] += 1
-                here, lower = root(d1, int(t))
+                here, lower = root(d1, int(t), math.inf if last_w is None else cw[t] - last_w)
                 last, last_w = (lower if lower < math.inf else -math.inf), cw[t]
                 if here is not None and here[0] < bound and (best is None or here[:2] < best[:2]):
                     best = here[:2] + (here[3], 0)
