@@ -194,6 +194,10 @@ class _OptimalTreeBase(TreeEstimator):
             self.n_rules_ = n * d
             sol = axis.solve_axis(E, obj, self.max_splits, nmin=self.min_samples_leaf, depth=self.max_depth,
                                   deadline=clock.deadline, progress=self._progress if self.verbose else None)
+            greedy = None if sol.optimal else self._greedy(E, obj, labels, target, weight)
+            if greedy is not None and (sol.tree is None or greedy.cost < sol.cost):  # stopped early: CART is better
+                greedy.optimal, greedy.n_examined, greedy.n_total = False, sol.n_examined, sol.n_total
+                sol = greedy
             thresholds = [axis_thresholds(E[:, j]) for j in range(d)]
 
             def split_of(r: int) -> tuple:
