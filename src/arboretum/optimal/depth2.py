@@ -1,270 +1,401 @@
-"""Exact axis-parallel trees of depth at most 2 over sorted features (issue 20, item 4; spec §3.13).
+"""Numba kernels of the axis-parallel exact path: trees of depth <= 2 over sorted features (issue 20, item 4).
 
-For axis-parallel rules, a tree of depth <= 2 is a root split and, on each
-side, a leaf or one more split.  For every root split (feature ``d1`` and a
-threshold between two consecutive distinct values), one scan of every
-feature's sorted order gives, for both sides at once, the best single split
-of that side; the best tree with 1, 2 or 3 splits under that root follows.
-That is ``O(D**2 * N**2 * C)`` work with no combinations at all, against
-``C(N*D, 3)`` combinations for the generic He & Little DP.
+A subset of the training points is held as ``ords[d, :m]`` (its point indices
+in increasing order of feature ``d``) and ``vals[d, :m]`` (their values).  For
+axis-parallel rules a tree of depth <= 2 is a root split and, on each side, a
+leaf or one more split.  :func:`scan_root` evaluates one root split
+``x_d1 <= vals[d1, t]``: one pass over every feature's sorted order gives, for
+both sides at once, the leaf cost and the best single split, so the best tree
+with 1, 2 or 3 splits under that root (MurTree's and ConTree's depth-2
+specialisation).  :func:`depth2_search` runs over the root splits of one or
+more root features in (feature, threshold) order and skips the roots that a
+bound proves useless:
 
-It solves the same problem as the DP over the axis rules ``x_d <= x_{n,d}``
-under "at most K" semantics whenever every proper tree of the request has
-depth <= 2 (``max_splits <= 2``, or ``max_depth <= 2``).  Proof sketch: a
-depth-2 tree found here splits a child on ``x_d <= v``; the child's data are
-partitioned the same way by ``x_d <= v'`` with ``v'`` the largest value
-``<= v`` among the child's points, and that rule's defining point lies in
-the child's region, so the tree is proper (spec §2.2).  If no child point is
-``<= v`` the split is trivial (an empty leaf), and removing it gives a tree
-with fewer splits and the same cost.  Conversely every proper tree of depth
-<= 2 is a tree searched here.  Tests check it against the DP.
+**Similarity bound** (ConTree's, MurTree's "similarity lower bound").  Let
+``a(t)`` be the cost of the best tree with at most ``k`` splits and depth <= 2
+whose root is ``x_d1 <= v_t``, and let ``t < t'`` be two roots of the same
+feature; ``M`` are the points that move from the right side to the left.  For
+the weighted 0-1 loss with ``min_samples_leaf <= 1``,
+``a(t') >= a(t) - w(M)``.  Proof: take the best tree under root ``t'`` and
+keep its two subtrees under root ``t``.  The left subtree now sees a subset of
+its points (``L_t`` is ``L_t'`` minus ``M``): its cost cannot grow (each
+leaf's misclassified weight over a subset is at most that over the superset,
+and re-labelling the leaf by its new majority only lowers it).  The right
+subtree sees its points plus ``M``: its cost grows by at most ``w(M)``.  A
+split left with an empty side is dropped (fewer splits, same cost, no deeper,
+and no leaf is empty, so ``min_samples_leaf <= 1`` still holds).  So a tree
+of cost ``<= a(t') + w(M)`` exists under root ``t``.  Hence a root whose
+bound ``a(t) - w(M)`` is at least the best cost found (plus a hair, so that
+ties with fewer splits or earlier rules are still examined) cannot improve on
+it and is skipped.  The bound is valid for every ``k``, so the search also
+skips roots against an external bound ``bound`` (from a parent problem).
+For squared error, or ``min_samples_leaf >= 2``, the bound does not hold and
+no root is skipped (the search is still exact).
 
-Ties go to fewer splits; among trees of equal cost and size, the first root
-in (feature, threshold) order, then the first child split.
+**Incumbent**: before the ordered scan the best single split (the greedy root)
+is evaluated once, so the skipping starts with a good bound.
+
+The result is the first minimiser of ``(cost, number of splits)`` in root
+order (feature, then threshold), then in the order left child before right
+child, which is the tie rule of the former depth-2 solver.
 """
 
 from __future__ import annotations
 
-import math
-import time
-
 import numpy as np
 from numba import njit
 
-from .solver import Node, Solution
-
-__all__ = ["applies", "solve_depth2"]
+__all__ = ["applies", "solve_depth2", "scan_root", "depth2_search", "leaf_of", "split_subset"]
 
 
 def applies(split_type: str, max_splits: int, exact: bool, max_depth: int | None) -> bool:
-    """Whether a request is a depth-<=2 axis-parallel "at most K" problem."""
+    """Whether a request is a depth-<=2 axis-parallel "at most K" problem (kept for callers of the
+    former depth-2 solver; :func:`arboretum.optimal.axis.applies` covers every axis request)."""
     return (split_type == "axis" and not exact and max_splits >= 1
             and (max_splits <= 2 or (max_depth is not None and max_depth <= 2)))
 
 
 @njit(cache=True, inline="always")
-def _cost(stats, mode):
-    """Leaf cost from its statistics: classification (weights per class): total - max;
-    regression ``(sw, swy, swyy)``: the squared error around the mean."""
+def _cost_at(stats, lo, n_stats, mode):
+    """Leaf cost from ``stats[lo:lo + n_stats]``: classification (weights per class): total - max;
+    regression ``(sw, swy, swyy)``: the squared error around the weighted mean."""
     if mode == 2:
-        sw = stats[0]
+        sw = stats[lo]
         if sw <= 0.0:
             return 0.0
-        c = stats[2] - stats[1] * stats[1] / sw
+        c = stats[lo + 2] - stats[lo + 1] * stats[lo + 1] / sw
         return c if c > 0.0 else 0.0
     total = 0.0
     best = 0.0
-    for c in range(stats.shape[0]):
-        total += stats[c]
-        if stats[c] > best:
-            best = stats[c]
+    for c in range(n_stats):
+        v = stats[lo + c]
+        total += v
+        if v > best:
+            best = v
     return max(total - best, 0.0)
 
 
 @njit(cache=True, inline="always")
-def _add(stats, i, mode, label, weight, target, sign):
+def _cost(stats, mode):
+    """Leaf cost from its statistics: classification (weights per class): total - max;
+    regression ``(sw, swy, swyy)``: the squared error around the mean (used by :mod:`.hyper1`)."""
+    return _cost_at(stats, 0, stats.shape[0], mode)
+
+
+@njit(cache=True, inline="always")
+def _add(stats, lo, i, mode, label, weight, target):
     if mode == 2:
-        w = weight[i] * sign
-        stats[0] += w
-        stats[1] += w * target[i]
-        stats[2] += w * target[i] * target[i]
+        w = weight[i]
+        stats[lo] += w
+        stats[lo + 1] += w * target[i]
+        stats[lo + 2] += w * target[i] * target[i]
     else:
-        stats[label[i]] += weight[i] * sign
+        stats[lo + label[i]] += weight[i]
 
 
 @njit(cache=True)
-def depth2_roots(X, order, xs, stat_s, mode, n_stats, label, weight, target, nmin, max_k, d1, t_lo, t_hi,
-                 best, rec):
-    """Try the root splits ``x[:, d1] <= x[order[d1, t], d1]`` for ``t`` in ``[t_lo, t_hi)``.
+def leaf_of(ords, m, label, weight, target, mode, n_stats, nmin):
+    """Cost of the subset as one leaf (inf if it has fewer than ``nmin`` points)."""
+    if m < nmin:
+        return np.inf
+    st = np.zeros(n_stats)
+    for u in range(m):
+        _add(st, 0, ords[0, u], mode, label, weight, target)
+    return _cost_at(st, 0, n_stats, mode)
 
-    ``xs[d, t]`` is ``X[order[d, t], d]`` and ``stat_s[d, t]`` the index of
-    ``order[d, t]``'s statistic (its class, or 0 for regression), both in
-    sorted order so that the inner scan reads memory in sequence.
-    ``best[k]`` (k = 1, 2, 3) holds the best cost found with k splits so far and
-    ``rec[k]`` its tree: ``(d1, t1, d2 left, t2 left, d2 right, t2 right)``
-    (-1 where that side is a leaf); only strictly better trees replace them.
+
+@njit(cache=True, inline="always")
+def _sse(sw, swy, swyy):
+    if sw <= 0.0:
+        return 0.0
+    c = swyy - swy * swy / sw
+    return c if c > 0.0 else 0.0
+
+
+@njit(cache=True)
+def scan_root(ords, vals, m, d1, t1, side, label, weight, target, mode, n_stats, nmin, want, work, pos):
+    """Leaf costs and best single splits of both sides of the root ``x_d1 <= vals[d1, t1]``.
+
+    Returns ``(leafL, leafR, sL, sR)`` (inf where infeasible); with ``want``
+    False the splits are not searched (``sL = sR = inf``).  ``pos`` receives
+    ``(dL, tL, dR, tR)``: the feature and sorted position (in ``ords``) of each
+    side's best split, whose rule is ``x_d <= vals[d, t]``.  ``side`` (one byte
+    per training point) is left marking the sides (0 left, 1 right).  The hot
+    loops are written out (no helper taking arrays: its reference counting
+    would cost more than the loop body).
     """
-    N, D = X.shape
-    side = np.zeros(N, dtype=np.int64)  # 0: left of the root, 1: right
-    tot = np.zeros(2 * n_stats)
-    pre = np.zeros(2 * n_stats)
-    tmp = np.zeros(n_stats)
-    cnt = np.zeros(2, dtype=np.int64)
-    col1 = order[d1]
-    for t1 in range(t_lo, t_hi):
-        if xs[d1, t1] == xs[d1, t1 + 1]:
-            continue  # not a boundary between distinct values
-        nL = t1 + 1
-        nR = N - nL
-        side[:] = 1
-        for u in range(nL):
-            side[col1[u]] = 0
-        tot[:] = 0.0
-        for i in range(N):
-            _add(tot[side[i] * n_stats:(side[i] + 1) * n_stats], i, mode, label, weight, target, 1.0)
-        totL = tot[:n_stats]
-        totR = tot[n_stats:]
-        leafL = _cost(totL, mode) if nL >= nmin else np.inf
-        leafR = _cost(totR, mode) if nR >= nmin else np.inf
-        sL = np.inf
-        sR = np.inf
-        dL = -1
-        tL = -1
-        dR = -1
-        tR = -1
-        if max_k >= 2:
-            for d2 in range(D):
-                col = order[d2]
-                xcol = xs[d2]
-                scol = stat_s[d2]
-                pre[:] = 0.0
-                cnt[:] = 0
-                doneL = -1  # the left prefix size last evaluated (a prefix is evaluated once)
-                doneR = -1
-                for t in range(N - 1):
-                    i = col[t]
-                    sd = side[i]
-                    cnt[sd] += 1
-                    if mode == 2:
-                        w = weight[i]
-                        y = target[i]
-                        base = sd * 3
-                        pre[base] += w
-                        pre[base + 1] += w * y
-                        pre[base + 2] += w * y * y
-                    else:
-                        pre[sd * n_stats + scol[t]] += weight[i]
-                    if xcol[t] == xcol[t + 1]:
-                        continue
-                    cL = cnt[0]
-                    cR = cnt[1]
-                    if cL != doneL and cL >= nmin and nL - cL >= nmin and cL < nL:
-                        doneL = cL
-                        for s in range(n_stats):
-                            tmp[s] = totL[s] - pre[s]
-                        c = _cost(pre[:n_stats], mode) + _cost(tmp, mode)
-                        if c < sL:
-                            sL = c
-                            dL = d2
-                            tL = t
-                    if cR != doneR and cR >= nmin and nR - cR >= nmin and cR < nR:
-                        doneR = cR
-                        for s in range(n_stats):
-                            tmp[s] = totR[s] - pre[n_stats + s]
-                        c = _cost(pre[n_stats:], mode) + _cost(tmp, mode)
-                        if c < sR:
-                            sR = c
-                            dR = d2
-                            tR = t
-        # k = 1, 2 (left or right child split), 3
-        c = leafL + leafR
-        if c < best[1]:
-            best[1] = c
-            rec[1, 0] = d1
-            rec[1, 1] = t1
-            rec[1, 2] = -1
-            rec[1, 3] = -1
-            rec[1, 4] = -1
-            rec[1, 5] = -1
-        if max_k >= 2:
-            c = sL + leafR
-            if c < best[2]:
-                best[2] = c
-                rec[2, 0] = d1
-                rec[2, 1] = t1
-                rec[2, 2] = dL
-                rec[2, 3] = tL
-                rec[2, 4] = -1
-                rec[2, 5] = -1
-            c = leafL + sR
-            if c < best[2]:
-                best[2] = c
-                rec[2, 0] = d1
-                rec[2, 1] = t1
-                rec[2, 2] = -1
-                rec[2, 3] = -1
-                rec[2, 4] = dR
-                rec[2, 5] = tR
-        if max_k >= 3:
-            c = sL + sR
-            if c < best[3]:
-                best[3] = c
-                rec[3, 0] = d1
-                rec[3, 1] = t1
-                rec[3, 2] = dL
-                rec[3, 3] = tL
-                rec[3, 4] = dR
-                rec[3, 5] = tR
+    D = ords.shape[0]
+    tot = work[0]
+    pre = work[1]
+    col1 = ords[d1]
+    for u in range(m):
+        side[col1[u]] = 0 if u <= t1 else 1
+    nL = t1 + 1
+    nR = m - nL
+    for s in range(2 * n_stats):
+        tot[s] = 0.0
+    for u in range(m):
+        i = col1[u]
+        lo = 0 if u <= t1 else n_stats
+        if mode == 2:
+            w = weight[i]
+            y = target[i]
+            tot[lo] += w
+            tot[lo + 1] += w * y
+            tot[lo + 2] += w * y * y
+        else:
+            tot[lo + label[i]] += weight[i]
+    leafL = _cost_at(tot, 0, n_stats, mode) if nL >= nmin else np.inf
+    leafR = _cost_at(tot, n_stats, n_stats, mode) if nR >= nmin else np.inf
+    sL = np.inf
+    sR = np.inf
+    for s in range(4):
+        pos[s] = -1
+    if not want:
+        return leafL, leafR, sL, sR
+    totL = 0.0
+    totR = 0.0
+    if mode != 2:
+        for s in range(n_stats):
+            totL += tot[s]
+            totR += tot[n_stats + s]
+    for d2 in range(D):
+        col = ords[d2]
+        xcol = vals[d2]
+        for s in range(2 * n_stats):
+            pre[s] = 0.0
+        cL = 0
+        cR = 0
+        sumL = 0.0
+        sumR = 0.0
+        doneL = -1  # the left prefix size last evaluated (each prefix is evaluated once)
+        doneR = -1
+        for t in range(m - 1):
+            i = col[t]
+            sd = side[i]
+            if mode == 2:
+                w = weight[i]
+                y = target[i]
+                lo = 0 if sd == 0 else 3
+                pre[lo] += w
+                pre[lo + 1] += w * y
+                pre[lo + 2] += w * y * y
+            elif sd == 0:
+                pre[label[i]] += weight[i]
+                sumL += weight[i]
+            else:
+                pre[n_stats + label[i]] += weight[i]
+                sumR += weight[i]
+            if sd == 0:
+                cL += 1
+            else:
+                cR += 1
+            if xcol[t] == xcol[t + 1]:
+                continue
+            if cL != doneL and cL >= nmin and nL - cL >= nmin and cL < nL:
+                doneL = cL
+                if mode == 2:
+                    c = (_sse(pre[0], pre[1], pre[2])
+                         + _sse(tot[0] - pre[0], tot[1] - pre[1], tot[2] - pre[2]))
+                else:
+                    m1 = 0.0
+                    m2 = 0.0
+                    for s in range(n_stats):
+                        a = pre[s]
+                        b = tot[s] - a
+                        if a > m1:
+                            m1 = a
+                        if b > m2:
+                            m2 = b
+                    c = max(sumL - m1, 0.0) + max(totL - sumL - m2, 0.0)
+                if c < sL:
+                    sL = c
+                    pos[0] = d2
+                    pos[1] = t
+            if cR != doneR and cR >= nmin and nR - cR >= nmin and cR < nR:
+                doneR = cR
+                if mode == 2:
+                    c = (_sse(pre[3], pre[4], pre[5])
+                         + _sse(tot[3] - pre[3], tot[4] - pre[4], tot[5] - pre[5]))
+                else:
+                    m1 = 0.0
+                    m2 = 0.0
+                    for s in range(n_stats):
+                        a = pre[n_stats + s]
+                        b = tot[n_stats + s] - a
+                        if a > m1:
+                            m1 = a
+                        if b > m2:
+                            m2 = b
+                    c = max(sumR - m1, 0.0) + max(totR - sumR - m2, 0.0)
+                if c < sR:
+                    sR = c
+                    pos[2] = d2
+                    pos[3] = t
+    return leafL, leafR, sL, sR
 
 
-def _axis_rule(X: np.ndarray, order: np.ndarray, d: int, t: int, region: np.ndarray) -> int:
-    """Index (in :func:`arboretum.optimal.rules.axis_rules`) of the rule ``x_d <= x[order[d, t], d]``
-    rewritten with a defining point inside ``region``: the region's point of largest ``x_d`` at or
-    below the threshold (first such sample)."""
-    N = X.shape[0]
-    v = X[order[d, t], d]
-    cand = np.flatnonzero(region & (X[:, d] <= v))
-    top = X[cand, d].max()
-    n = int(cand[X[cand, d] == top][0])
-    return d * N + n
+@njit(cache=True)
+def _root_candidate(leafL, leafR, sL, sR, max_k):
+    """The first minimiser of (cost, splits) under one root: ``(cost, k, which)`` with ``which``
+    0: both leaves, 1: left split, 2: right split, 3: both split; ``a`` the cost (at most max_k)."""
+    c = leafL + leafR
+    k = 1
+    which = 0
+    if max_k >= 2:
+        v = sL + leafR
+        if v < c:
+            c = v
+            k = 2
+            which = 1
+        v = leafL + sR
+        if v < c:
+            c = v
+            k = 2
+            which = 2
+    if max_k >= 3:
+        v = sL + sR
+        if v < c:
+            c = v
+            k = 3
+            which = 3
+    return c, k, which
+
+
+@njit(cache=True)
+def depth2_search(ords, vals, m, label, weight, target, mode, n_stats, nmin, max_k, d_lo, d_hi, lipschitz, eps,
+                  side, state, rec, counts):
+    """Search the roots of features ``d_lo .. d_hi - 1`` for the best tree of depth <= 2 with at
+    most ``max_k`` (1 to 3) splits (see the module).
+
+    ``state = [best cost, best k, bound]`` is read and updated: a root
+    replaces the best when its ``(cost, k)`` is smaller (so the first
+    minimiser in order wins) and its cost is below ``bound``; roots whose
+    similarity bound reaches ``min(bound, best + eps)`` are skipped when
+    ``lipschitz``.  ``rec = (d1, t1, dL, tL, dR, tR)`` is the best tree's
+    rules as (feature, sorted position) pairs, -1 for a leaf side.
+    ``counts[0]`` += roots evaluated, ``counts[1]`` += roots considered.
+    """
+    work = np.zeros((3, 2 * n_stats))
+    pos = np.empty(4, dtype=np.int64)
+    for d1 in range(d_lo, d_hi):
+        col = ords[d1]
+        xs = vals[d1]
+        last = -np.inf  # a(t) of the last evaluated root: a lower bound carried forward with -w(M)
+        moved = 0.0
+        for t in range(m - 1):
+            moved += weight[col[t]]
+            if xs[t] == xs[t + 1]:
+                continue
+            counts[1] += 1
+            if lipschitz and last - moved >= min(state[2], state[0] + eps):
+                continue
+            counts[0] += 1
+            leafL, leafR, sL, sR = scan_root(ords, vals, m, d1, t, side, label, weight, target, mode, n_stats,
+                                             nmin, max_k >= 2, work, pos)
+            c, k, which = _root_candidate(leafL, leafR, sL, sR, max_k)
+            last = c if c < np.inf else -np.inf
+            moved = 0.0
+            if c < state[2] and (c < state[0] or (c == state[0] and k < state[1])):
+                state[0] = c
+                state[1] = k
+                rec[0] = d1
+                rec[1] = t
+                rec[2] = pos[0] if which == 1 or which == 3 else -1
+                rec[3] = pos[1] if which == 1 or which == 3 else -1
+                rec[4] = pos[2] if which == 2 or which == 3 else -1
+                rec[5] = pos[3] if which == 2 or which == 3 else -1
+
+
+@njit(cache=True)
+def best_single_root(ords, vals, m, label, weight, target, mode, n_stats, nmin):
+    """The best single split (the greedy root): ``(cost, feature, sorted position)``, the first
+    minimiser in (feature, position) order; ``(inf, -1, -1)`` if no split is feasible."""
+    D = ords.shape[0]
+    tot = np.zeros(n_stats)
+    for u in range(m):
+        _add(tot, 0, ords[0, u], mode, label, weight, target)
+    total = 0.0
+    for s in range(n_stats):
+        total += tot[s]
+    pre = np.zeros(n_stats)
+    best = np.inf
+    bd = -1
+    bt = -1
+    for d in range(D):
+        for s in range(n_stats):
+            pre[s] = 0.0
+        acc = 0.0
+        for t in range(m - 1):
+            i = ords[d, t]
+            if mode == 2:
+                w = weight[i]
+                y = target[i]
+                pre[0] += w
+                pre[1] += w * y
+                pre[2] += w * y * y
+            else:
+                pre[label[i]] += weight[i]
+                acc += weight[i]
+            if vals[d, t] == vals[d, t + 1] or t + 1 < nmin or m - t - 1 < nmin:
+                continue
+            if mode == 2:
+                c = _sse(pre[0], pre[1], pre[2]) + _sse(tot[0] - pre[0], tot[1] - pre[1], tot[2] - pre[2])
+            else:
+                m1 = 0.0
+                m2 = 0.0
+                for s in range(n_stats):
+                    a = pre[s]
+                    b = tot[s] - a
+                    if a > m1:
+                        m1 = a
+                    if b > m2:
+                        m2 = b
+                c = max(acc - m1, 0.0) + max(total - acc - m2, 0.0)
+            if c < best:
+                best = c
+                bd = d
+                bt = t
+    return best, bd, bt
+
+
+@njit(cache=True)
+def split_subset(ords, vals, m, d1, t1, side):
+    """The two sides of the root ``x_d1 <= vals[d1, t1]`` as sorted orders (stable filters)."""
+    D = ords.shape[0]
+    nL = t1 + 1
+    nR = m - nL
+    col1 = ords[d1]
+    for u in range(m):
+        side[col1[u]] = 0 if u <= t1 else 1
+    oL = np.empty((D, nL), dtype=np.int64)
+    vL = np.empty((D, nL))
+    oR = np.empty((D, nR), dtype=np.int64)
+    vR = np.empty((D, nR))
+    for d in range(D):
+        a = 0
+        b = 0
+        for u in range(m):
+            i = ords[d, u]
+            if side[i] == 0:
+                oL[d, a] = i
+                vL[d, a] = vals[d, u]
+                a += 1
+            else:
+                oR[d, b] = i
+                vR[d, b] = vals[d, u]
+                b += 1
+    return oL, vL, oR, vR
 
 
 def solve_depth2(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: int | None = None,
-                 deadline: float | None = None) -> Solution:
-    """The optimal axis-parallel tree with at most ``max_splits`` splits and depth <= 2 (see the module).
+                 deadline: float | None = None):
+    """The optimal axis-parallel tree with at most ``max_splits`` splits and depth <= 2.
 
-    ``obj`` is the :class:`arboretum.optimal._kernels.Objective` of the DP
-    (same leaf costs); returns a :class:`Solution` whose tree uses the rule
-    indices of ``axis_rules(X)``.
+    Kept for callers of the former solver: :func:`arboretum.optimal.axis.solve_axis`
+    with ``depth`` capped at 2 (``max_splits <= 2`` trees have depth <= 2 anyway).
     """
-    from ._kernels import SQUARED, leaf_cost
-    from .._numba import pack_rows_mask
+    from .axis import solve_axis
 
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    N, D = X.shape
-    max_k = min(max_splits, 3 if depth is None or depth >= 2 else 1)
-    mode = 2 if obj.mode == SQUARED else 1
-    n_stats = 3 if mode == 2 else obj.counts.shape[0]
-    order = np.ascontiguousarray(np.argsort(X, axis=0, kind="stable").T)
-    xs = np.ascontiguousarray(np.take_along_axis(X.T, order, axis=1))
-    stat_s = np.ascontiguousarray(obj.label[order]) if mode != 2 else np.zeros_like(order)
-    best = np.full(4, np.inf)
-    rec = np.full((4, 6), -1, dtype=np.int64)
-    everything = np.ones(N, dtype=bool)
-    best[0] = float(leaf_cost(pack_rows_mask(everything), obj)) if N >= nmin else np.inf
-    optimal = True
-    examined = 0
-    step = max(1, 2_000_000 // max(1, N * D))  # roots per kernel call: about 2e6 point visits x D
-    for d1 in range(D):
-        for lo in range(0, N - 1, step):
-            if deadline is not None and time.perf_counter() >= deadline:
-                optimal = False
-                break
-            hi = min(N - 1, lo + step)
-            depth2_roots(X, order, xs, stat_s, mode, n_stats, obj.label, obj.weight, obj.target, nmin, max_k,
-                         d1, lo, hi, best, rec)
-            examined += hi - lo
-        if not optimal:
-            break
-    k = int(np.argmin(best))  # first minimum: fewest splits
-    if not np.isfinite(best[k]):
-        return Solution(math.inf, None, (), optimal, examined, D * (N - 1))
-
-    def leaf(mask):
-        return Node(-1, mask)
-
-    if k == 0:
-        return Solution(float(best[0]), leaf(everything), (), optimal, examined, D * (N - 1))
-    d1, t1, dL, tL, dR, tR = (int(v) for v in rec[k])
-    root_rule = _axis_rule(X, order, d1, t1, everything)
-    left = X[:, d1] <= X[order[d1, t1], d1]
-
-    def side(mask, d2, t2):
-        if d2 < 0:
-            return leaf(mask)
-        r = _axis_rule(X, order, d2, t2, mask)
-        go = X[:, d2] <= X[order[d2, t2], d2]
-        return Node(r, mask, leaf(mask & go), leaf(mask & ~go))
-
-    tree = Node(root_rule, everything, side(left, dL, tL), side(~left, dR, tR))
-    return Solution(float(best[k]), tree, tuple(tree.rules()), optimal, examined, D * (N - 1))
+    d = 2 if depth is None else min(depth, 2)
+    return solve_axis(X, obj, max_splits, nmin=nmin, depth=d, deadline=deadline)

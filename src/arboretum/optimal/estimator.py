@@ -18,7 +18,7 @@ from ..binarizer import _sorted_labels
 from ..data import InstanceOf, Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import HYPERPLANE, QUADRATIC, THRESHOLD, Tree, TreeBuilder, quadratic_features
 from . import _kernels as K
-from . import depth2, hyper1
+from . import axis, depth2, hyper1
 from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, axis_thresholds, bytes_per_rule,
                     lifted_dim, make_rules, n_family_rules, routing_plane)
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
@@ -227,21 +227,25 @@ class _OptimalTreeBase(TreeEstimator):
         quadratic = self.split_type == "quadratic"
         # the lifted points of the quadratic family: its rules are hyperplanes of this space
         Z = quadratic_features(E) if quadratic and d <= MAX_QUADRATIC_FEATURES else E
-        fast = user_obj is None and depth2.applies(self.split_type, self.max_splits, self.exact_splits,
-                                                   self.max_depth)
+        fast = user_obj is None and axis.applies(self.split_type, self.max_splits, self.exact_splits)
         single = user_obj is None and self.split_type in ("hyperplane", "quadratic") and hyper1.applies(
             "hyperplane", self.max_splits, Z.shape[1])
-        self._preflight(n, d, fast or single)
+        # the axis search enumerates no combinations; very large requests still get the combination count's advice
+        self._preflight(n, d, single or (fast and (self.max_splits <= 4 or (self.max_depth or 9) <= 3)))
         if user_obj is not None:
             y_user = labels if labels is not None else raw_target
             obj = _user_objective(user_obj, y_user, weight, n_classes)
             scale = 1.0
         else:
             obj = make_objective(n, labels=labels, n_classes=n_classes, target=target, weight=weight)
-        if fast:
+        if fast:  # axis-parallel, at most K: branch-and-bound over root splits (optimal/axis.py)
             self.n_rules_ = n * d
-            sol = depth2.solve_depth2(E, obj, self.max_splits, nmin=self.min_samples_leaf, depth=self.max_depth,
-                                      deadline=clock.deadline)
+            sol = axis.solve_axis(E, obj, self.max_splits, nmin=self.min_samples_leaf, depth=self.max_depth,
+                                  deadline=clock.deadline, progress=self._progress if self.verbose else None)
+            greedy = None if sol.optimal else self._greedy(E, obj, labels, target, weight)
+            if greedy is not None and (sol.tree is None or greedy.cost < sol.cost):  # stopped early: CART is better
+                greedy.optimal, greedy.n_examined, greedy.n_total = False, sol.n_examined, sol.n_total
+                sol = greedy
             thresholds = [axis_thresholds(E[:, j]) for j in range(d)]
 
             def split_of(r: int) -> tuple:
@@ -653,20 +657,25 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
         return self.tree_.value[leaves, 0].copy()
 
 
-@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_roots, None),
-                               (hyper1.hyperplane1_chunk, None)])
+@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_search, None),
+                               (depth2.scan_root, None), (depth2.best_single_root, None), (depth2.split_subset, None),
+                               (depth2.leaf_of, None), (hyper1.hyperplane1_chunk, None)])
 def _warm() -> None:
     """Compile the kernels on a tiny problem (classification with and without weights, regression;
-    the generic DP, the depth-2 path and the single-hyperplane path)."""
+    the generic DP, the axis-parallel search (depth-2 kernel and the levels above it, with and
+    without leaf sizes) and the single-hyperplane path)."""
     from .rules import axis_rules
 
     X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
     rules = axis_rules(X)
     labels = np.array([0, 1, 1, 0])
+    X8 = np.r_[X, X + 0.5]
     for kw in ({"labels": labels, "n_classes": 2}, {"labels": labels, "n_classes": 2, "weight": np.arange(1.0, 5.0)},
                {"target": X[:, 0]}):
         obj = make_objective(4, **kw)
         solve(rules, obj, 2, depth=2, nmin=1)
-        depth2.solve_depth2(X, obj, 3, depth=2, nmin=1)
+        obj8 = make_objective(8, **{a: (np.r_[v, v] if isinstance(v, np.ndarray) else v) for a, v in kw.items()})
+        for k, depth, nmin in ((3, 2, 1), (3, None, 0), (4, None, 2)):
+            axis.solve_axis(X8, obj8, k, depth=depth, nmin=nmin)
         for dim in range(1, 4):
             hyper1.solve_hyperplane1(np.c_[X, X[::-1]][:, :dim], obj, nmin=1)
