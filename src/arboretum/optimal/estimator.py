@@ -504,7 +504,7 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
 
 
 @register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_roots, None),
-                               (hyper1.hyperplane1_chunk, None)])
+                               (hyper1.hyperplane1_sweep, None)])
 def _warm() -> None:
     """Compile the kernels on a tiny problem (classification with and without weights, regression;
     the generic DP, the depth-2 path and the single-hyperplane path)."""
