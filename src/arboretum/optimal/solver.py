@@ -219,13 +219,17 @@ def _search_block(comb, count, pos, defs, all_bits, obj, nmin, dep, rb, bound, d
     return done, float(best[0]), best_comb, int(best[1]), False
 
 
-def _level(k, M, pos, defs, all_bits, obj, nmin, dep, rb, bound, deadline, n_jobs, progress, counters):
+def _level(k, M, pos, defs, all_bits, obj, nmin, dep, rb, bound, deadline, n_jobs, progress, counters,
+           floor=-math.inf):
     """One level of the loop: every ``k``-combination, blocks of them spread over workers.
 
     Blocks run with the incumbent ``bound`` known when their batch starts and
     their results are merged in block order (a strictly better block replaces
     the best), so the first minimiser in lexicographic order wins whatever
-    the number of workers.  Returns ``(best, combination or None, stopped)``.
+    the number of workers.  ``floor`` is a lower bound of every combination of
+    the level: once the best is at most ``floor``, no later combination can be
+    strictly better and the rest of the level is skipped (counted as pruned).
+    Returns ``(best, combination or None, stopped)``.
     """
     total = math.comb(M, k)
     workers = task_count(n_jobs)
@@ -255,6 +259,10 @@ def _level(k, M, pos, defs, all_bits, obj, nmin, dep, rb, bound, deadline, n_job
             progress(counters[0], counters[2], best)
         if stopped:
             return best, best_comb, True
+        if best <= floor and rank < total:
+            counters[0] += total - rank
+            counters[1] += total - rank
+            break
         if time.perf_counter() - t0 < 0.25 and block < 1 << 24:
             block *= 2
     return best, best_comb, False
@@ -366,10 +374,16 @@ def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = Fals
             level_lower = res.lower_bound
         else:
             rb = None
+            floor = 0.0 if bounds else -math.inf  # leaf costs are non-negative (F1)
             if bounds and k >= 3 and ftab is not None:
                 rb = B.root_bounds(ftab, wtab, h1, opts, k, obj, tol)
+                floor = max(floor, _root_bound_min(rb, k))
+            if floor >= best:  # no combination of this level is strictly better: skip it whole
+                counters[0] += math.comb(M, k)
+                counters[1] += math.comb(M, k)
+                continue
             b, bc, stopped = _level(k, M, pos, defs, all_bits, obj, nmin, dep, rb, best, deadline, n_jobs,
-                                    progress, counters)
+                                    progress, counters, floor)
             if bc is not None and b < best:
                 best, best_k, best_comb = b, k, bc
             level_lower = 0.0
