@@ -105,7 +105,7 @@ def test_removal_bound_and_h1_table_against_brute_force():
     """F3 with k = 1 and the h(a^s) table of the K = 2 path: lower bounds of the best single split
     of every side (exact where scored)."""
     rng = np.random.default_rng(7)
-    for trial in range(6):
+    for trial in range(3):
         X, y = data(rng, 7, classes=2, grid=4 if trial % 2 else None)
         for rules in (axis_rules(X), hyperplane_rules(X)):
             M = rules.n_rules
@@ -237,7 +237,7 @@ def test_n_jobs_and_dask_backend_give_the_same_tree():
 
 def test_memory_limit_refuses_rules_and_drops_tables():
     rng = np.random.default_rng(31)
-    X = rng.normal(size=(40, 2)).round(2)
+    X = rng.normal(size=(22, 2)).round(2)
     y = (X[:, 0] > X[:, 1]).astype(int)
     with pytest.raises(ValueError, match="more than memory_limit=0.01 MiB; raise memory_limit"):
         OptimalTreeClassifier(max_splits=2, split_type="hyperplane", memory_limit=0.01).fit(X, y)

@@ -410,6 +410,8 @@ def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = Fals
         cost, tree = sodt_tree(best_comb, rules, obj, nmin=nmin, depth=depth)
         sol = Solution(cost, tree, tuple(int(r) for r in best_comb), optimal, counters[0], total,
                        n_pruned=counters[1], lower_bound=min(sol_lower, cost))
+    if obj.mode == ZERO_ONE_UNIT and np.isfinite(sol.lower_bound):  # integer costs: round the bound up
+        sol.lower_bound = float(math.ceil(sol.lower_bound - 1e-9))
     sol._h1, sol._opts = h1, opts
     return sol
 
