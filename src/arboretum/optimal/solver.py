@@ -389,7 +389,7 @@ def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = Fals
             level_lower = 0.0
             if stopped and rb is not None:  # every unexamined combination has a root with its bound
                 level_lower = _root_bound_min(rb, k)
-        if not exact and ftab is not None:  # the running best is <= opt_k(all): a bound for F3
+        if not exact and ftab is not None and not stopped:  # the running best is <= opt_k(all) (F3)
             while len(opts) <= k:
                 opts.append(math.inf)
             opts[k] = min(opts[k], best)
