@@ -458,8 +458,17 @@ def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, fl
     ``delta`` vanishes), the maximum-margin separator of the partition (a
     linear programme on standardised columns) is used instead.  The tree
     routes new points by the plane returned; only training points are
-    guaranteed to go where the rule sends them.
+    guaranteed to go where the rule sends them.  The answer is kept on ``rules`` (per rule and
+    ``X``), as the single-hyperplane path and the tree builder both ask for it.
     """
+    cache = rules.__dict__.setdefault("_routing", {})
+    key = (r, id(X), X.shape)
+    if key not in cache or cache[key][0] is not X:
+        cache[key] = (X, _routing_plane(rules, r, X))
+    return cache[key][1]
+
+
+def _routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, float]:
     D = X.shape[1]
     subset = [int(p) for p in rules.defs[r]]
     P = X[subset]
