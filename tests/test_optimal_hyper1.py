@@ -18,7 +18,7 @@ from arboretum import OptimalTreeClassifier, OptimalTreeRegressor
 from arboretum.optimal import _kernels as K
 from arboretum.optimal import hyper1
 from arboretum.optimal.hyper1 import solve_hyperplane1, subset_sides
-from arboretum.optimal.rules import _side_values, axis_rules, hyperplane_rules
+from arboretum.optimal.rules import _cofactors, _side_values, axis_rules, hyperplane_rules
 from arboretum.optimal.solver import make_objective, solve
 
 
@@ -248,3 +248,14 @@ def test_merged_duplicates_keep_the_optimum_and_the_first_minimiser(seed):
     r = want.combination[0]
     assert tuple(rules.defs[r]) == tuple(rule.defs[0]) and rules.assign[r] == rule.assign[0]
     assert got.n_examined == got.n_total
+
+
+@pytest.mark.parametrize("d", range(1, 7))
+def test_plane_of_matches_the_rules_cofactors(d):
+    rng = np.random.default_rng(d)
+    X = np.r_[rng.normal(size=(6, d)), rng.integers(-3, 4, size=(6, d))]
+    masks, start = hyper1._mask_table(d + 1)
+    Xt = np.ascontiguousarray(np.c_[X, np.ones(len(X))])
+    for sub in (np.arange(d), np.arange(6, 6 + d)):
+        np.testing.assert_allclose(hyper1._plane_of(Xt, sub, masks, start), _cofactors(X[sub][None])[0],
+                                   rtol=1e-12, atol=1e-12)

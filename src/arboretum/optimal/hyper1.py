@@ -86,7 +86,7 @@ from numba import njit
 
 from .._numba import pack_rows_mask
 from ._kernels import SQUARED, Objective, leaf_cost
-from .rules import HYPER, MAX_HYPERPLANE_DIM, RuleSet, _cofactors
+from .rules import HYPER, MAX_HYPERPLANE_DIM, RuleSet
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_hyperplane1", "subset_sides", "MAX_DIM"]
@@ -842,13 +842,34 @@ def _merge_duplicates(X: np.ndarray, pt: np.ndarray, mode: int) -> tuple[np.ndar
     return keep, np.ascontiguousarray(X[keep]), pts
 
 
-def _rule_of(X: np.ndarray, sub: tuple[int, ...], a: int, left: np.ndarray) -> RuleSet:
-    """The one-rule set of the winning plane, with the sweep's partition ``left`` of the points."""
+@njit(cache=True)
+def _plane_of(Xt, sub, masks, start):
+    """``(w, b)`` of the plane through the rows ``sub`` of ``Xt = [X, 1]``: ``w . x + b =
+    det([[X[sub], 1], [x, 1]])``, expanded along its last row (as :func:`.rules._cofactors`, by the
+    exterior product of the sweep instead of a Laplace recursion in Python)."""
+    D = sub.shape[0]
+    C = D + 1
+    W = np.zeros((D + 1, 1 << C))
+    Wa = np.zeros((D + 1, 1 << C))
+    W[0, 0] = 1.0
+    Wa[0, 0] = 1.0
+    _hinge_wedge(Xt, sub, W, Wa, masks, start, 0)
+    full = (1 << C) - 1
+    wb = np.empty(C)
+    for c in range(C):
+        v = W[D, full ^ (1 << c)]
+        wb[c] = v if (D + c) % 2 == 0 else -v
+    return wb
+
+
+def _rule_of(X: np.ndarray, sub: tuple[int, ...], a: int, left: np.ndarray, plane: np.ndarray) -> RuleSet:
+    """The one-rule set of the winning plane ``plane`` (:func:`_plane_of`), with the sweep's
+    partition ``left`` of the points."""
     D = X.shape[1]
     return RuleSet(
         pos=pack_rows_mask(left)[None, :], defs=np.asarray([sub], dtype=np.int64),
         kind=np.array([HYPER], dtype=np.int8), feature=np.array([-1], dtype=np.int64), threshold=np.zeros(1),
-        planes=_cofactors(X[list(sub)][None]).reshape(1, D + 1), assign=np.array([a], dtype=np.int64),
+        planes=plane.reshape(1, D + 1), assign=np.array([a], dtype=np.int64),
         n_samples=X.shape[0],
     )
 
@@ -944,24 +965,25 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
     if best_sub[0] < 0:
         return Solution(math.inf, None, (), optimal, examined, total), None
     sub = tuple(int(v) for v in best_sub)
-    sides, ok = subset_sides(X, np.ascontiguousarray(np.c_[X, np.ones(N)]), best_sub, masks, start, gamma)
+    Xt_all = Xt if Ns == N else np.ascontiguousarray(np.c_[X, np.ones(N)])
+    sides, ok = subset_sides(X, Xt_all, best_sub, masks, start, gamma)
     assert ok
     _, a, left = _final_assignment(X, sides, best_sub, pt, n_val, mode, nmin)
-    rule = _rule_of(X, sub, int(a), left)
-    left = _routed(rule, X, left)
+    rule = _rule_of(X, sub, int(a), left, _plane_of(Xt_all, best_sub, masks, start))
+    left = _routed(rule, X, left, sides)
     rule.pos = pack_rows_mask(left)[None, :]
     tree = Node(0, everything, Node(-1, left), Node(-1, ~left))
     cost = float(leaf_cost(pack_rows_mask(left), obj)) + float(leaf_cost(pack_rows_mask(~left), obj))
     return Solution(cost, tree, (0,), optimal, examined, total), rule
 
 
-def _routed(rule: RuleSet, X: np.ndarray, left: np.ndarray) -> np.ndarray:
+def _routed(rule: RuleSet, X: np.ndarray, left: np.ndarray, sides: np.ndarray) -> np.ndarray:
     """The training partition of the plane the fitted tree will store (:func:`.rules.routing_plane`):
     the solver's own partition whenever a real plane reproduces it (always, up to points within
     rounding distance of the plane that no float plane separates)."""
     from .rules import routing_plane
 
-    coef, thr = routing_plane(rule, 0, X)
+    coef, thr = routing_plane(rule, 0, X, side=sides)
     return X @ coef <= thr
 
 
