@@ -63,7 +63,10 @@ other costs its weight on either side, so
     ``cost = min_{c_L, c_R} (W_L - w_L[c_L]) + (W_R - w_R[c_R]) + W_P - w_P[c_L] - [c_R != c_L] w_P[c_R]``
 
 (``W``, ``w[c]``: total and per-class weight of the open left side, the open
-right side and the defining points ``P``).  Otherwise (regression, extra
+right side and the defining points ``P``; repeated rows are merged into one
+point of several classes before the sweep, and such a point goes wholly to the
+side where it costs less: :func:`_merge_duplicates`, :func:`_closed_form`).
+Otherwise (regression, extra
 on-plane points, or a side short of points) the ``2**D`` assignments are
 enumerated.
 
@@ -98,6 +101,9 @@ _EPS = 2.220446049250313e-16
 _SPECIAL = 1e-7
 #: Number of D-subsets above which the incumbent also tries a logistic regression's direction.
 _LOGISTIC_ABOVE = 1_000_000
+#: Hinges with at most this many planes (points after the hinge) test them one by one instead of
+#: sorting the points by angle (the sort costs about as much as this many one-by-one tests).
+_FEW = 6
 
 
 def applies(split_type: str, max_splits: int, n_features: int) -> bool:
@@ -349,23 +355,37 @@ def _assignments(left0, right0, pt, sub, extras, lam, n_extra, n_val, mode, nmin
 @njit(cache=True)
 def _closed_form(vl, vr, pt, sub, n_val, dvec, extras, n_extra):
     """The 0-1 loss of the best placement of the on-plane points (the defining points ``sub`` and
-    ``extras[:n_extra]``), each put on either side freely (module docstring).
+    ``extras[:n_extra]``), each put wholly on either side freely (module docstring; a point may
+    hold several classes when repeated rows are merged, :func:`_merge_duplicates`): for leaf
+    classes ``(c_L, c_R)`` a point ``p`` costs ``min(W_p - w_p[c_L], W_p - w_p[c_R])``.
 
     Without extra points and with ``min_samples_leaf`` met by the open sides, every placement is
     an assignment of a rule, so this is the subset's optimum.  Otherwise it is an admissible lower
     bound on it: the rules' placements (assignments, with the extra points following ``delta``,
     and only those keeping ``min_samples_leaf`` points per leaf) are some of the free placements,
-    and a minimum over more placements is no larger.
+    and a minimum over more placements is no larger.  (``dvec``: scratch of length ``n_val``.)
     """
+    WL = 0.0
+    WR = 0.0
     for c in range(n_val):
-        dvec[c] = 0.0
-    for k in range(sub.shape[0]):
-        for c in range(n_val):
-            dvec[c] += pt[sub[k], c]
-    for k in range(n_extra):
-        for c in range(n_val):
-            dvec[c] += pt[extras[k], c]
-    return _free_placement(vl, vr, dvec, n_val)
+        WL += vl[c]
+        WR += vr[c]
+    best = np.inf
+    D = sub.shape[0]
+    for cl in range(n_val):
+        for cr in range(n_val):
+            v = (WL - vl[cl]) + (WR - vr[cr])
+            for k in range(D + n_extra):
+                i = sub[k] if k < D else extras[k - D]
+                Wp = 0.0
+                for c in range(n_val):
+                    Wp += pt[i, c]
+                a = Wp - pt[i, cl]
+                b = Wp - pt[i, cr]
+                v += a if a < b else b
+            if v < best:
+                best = v
+    return best
 
 
 @njit(cache=True)
@@ -512,7 +532,7 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
             n_spec = 0
             maxd = 0.0
             # few planes through this hinge: test them one by one rather than sort (same result)
-            few = N - 1 - h_last <= 6
+            few = N - 1 - h_last <= _FEW
             for x in range(N):
                 nrm = math.hypot(u[x, 0], u[x, 1])
                 unc = e[x, 0] + e[x, 1]
@@ -816,9 +836,9 @@ def incumbent_cost(X: np.ndarray, obj: Objective, nmin: int = 0, logistic: bool 
     return min(_best_threshold_cost(X @ d, pt, n_val, mode, nmin) for d in dirs)
 
 
-def _merge_duplicates(X: np.ndarray, pt: np.ndarray, mode: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct rows of ``X`` (for classification: of ``X`` and the class; ``keep``: the first
-    copy of each, in increasing order) and their summed statistics.
+def _merge_duplicates(X: np.ndarray, pt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``X`` (``keep``: the first copy of each, in increasing order) and their
+    summed statistics.
 
     The sweep may search these instead of all rows: copies of a point are on the same side of
     every rule whose subset holds at most one of them (off the plane: the same sign; on it: the
@@ -826,12 +846,10 @@ def _merge_duplicates(X: np.ndarray, pt: np.ndarray, mode: int) -> tuple[np.ndar
     same value of ``delta``), and a subset with two copies is affinely dependent.  A subset using a
     later copy induces the partition of the subset with the first copy instead, which comes
     earlier in lexicographic order (each sorted position no larger), so the first minimiser over
-    the merged points, mapped back by ``keep``, is the first minimiser over all rows.  Copies of
-    different classes stay apart: the closed form of the 0-1 loss (module docstring) may send the
-    classes of one defining point to different sides, which a merged point could not do.
+    the merged points, mapped back by ``keep``, is the first minimiser over all rows.  A merged
+    point may hold several classes: :func:`_closed_form` places it wholly on one side.
     """
-    key = X if mode == 2 else np.c_[X, pt[:, :-1] > 0]
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
     if first.size == X.shape[0]:
         return np.arange(X.shape[0]), X, pt
     keep = np.sort(first)
@@ -930,7 +948,7 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
     optimal = True
     gamma = _gamma(D)
     masks, start = _mask_table(D + 1)
-    keep, Xs, pts = _merge_duplicates(X, pt, mode)
+    keep, Xs, pts = _merge_duplicates(X, pt)
     Ns = Xs.shape[0]
     Xt = np.ascontiguousarray(np.c_[Xs, np.ones(Ns)])
     if Ns >= D:
