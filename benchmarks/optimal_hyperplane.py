@@ -248,12 +248,12 @@ def write_markdown(df, suffix: str, args) -> None:
         pub = PUBLISHED.get(ds)
         piv.append({
             "dataset": ds, "N": n, "D": d,
-            "ours time (s)": f"{o['time_s']:.2f}" if o["status"] == "ok" else o["status"],
-            "ours CPU (s)": f"{o['cpu_s']:.2f}" if o["status"] == "ok" and np.isfinite(o.get("cpu_s", np.nan)) else "-",
+            "ours time (s)": _sec(o["time_s"]) if o["status"] == "ok" else o["status"],
+            "ours CPU (s)": _sec(o["cpu_s"]) if o["status"] == "ok" and np.isfinite(o.get("cpu_s", np.nan)) else "-",
             "ours peak (MB)": _mb(o, "peak_mb"),
             "ours process max RSS (MB)": _mb(o, "maxrss_mb"),
             "ours loss01": f"{o.get('loss01', float('nan')):.4f}" + ("" if o.get("certified", True) else " (not certified)"),
-            "e01loss time (s)": f"{e['time_s']:.2f}" if e["status"] == "ok" else "-",
+            "e01loss time (s)": _sec(e["time_s"]) if e["status"] == "ok" else "-",
             "e01loss peak (MB)": _mb(e, "peak_mb"),
             "e01loss loss01 (claimed)": f"{e['loss01']:.4f} ({e['objective'] / n:.4f})" if e["status"] == "ok" else "-",
             "e01loss status": e["status"],
@@ -274,6 +274,10 @@ def write_markdown(df, suffix: str, args) -> None:
     if len(mm):
         lines += [f"e01loss with `max_margin=False` (N = 50, D = 2): {mm.iloc[0]['status']}.", ""]
     (RESULTS / f"optimal_hyperplane{suffix}.md").write_text("\n".join(lines))
+
+
+def _sec(v: float) -> str:
+    return f"{v:.2f}" if v >= 1 else f"{v:.3f}"
 
 
 def _mb(row, key: str) -> str:
