@@ -83,9 +83,10 @@ def worker(spec: dict) -> dict:
         OptimalTreeClassifier(max_splits=1, split_type="hyperplane").fit(X[:12], y[:12])  # warm-up / numba cache
         base = _current_rss_mb()
         clf = OptimalTreeClassifier(max_splits=1, split_type="hyperplane", time_limit=spec["time_limit"])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         clf.fit(X, y)
         out["time_s"] = time.perf_counter() - t0
+        out["cpu_s"] = time.process_time() - c0
         out["errors"] = int((clf.predict(X) != y).sum())
         out["objective"] = float(clf.objective_)
         out["certified"] = bool(clf.optimal_)
@@ -148,6 +149,8 @@ def main() -> None:
     ap.add_argument("--cap-gb", type=float, default=4.0, help="address-space cap of an e01loss fit")
     ap.add_argument("--time-limit", type=float, default=600.0, help="time_limit of our fits")
     ap.add_argument("--render", action="store_true", help="only rewrite the .md and .png from the .csv")
+    ap.add_argument("--only", help="re-run only these problems (comma-separated NAME or synthetic:N:D, or 'finished'"
+                    " for the synthetic rows where e01loss finished) and replace their rows in the existing CSV")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -165,6 +168,12 @@ def main() -> None:
     from benchmarks.engine import machine_info
 
     problems = QUICK if args.quick else FULL
+    suffix = "_quick" if args.quick else ""
+    old = None
+    if args.only:
+        old = pd.read_csv(RESULTS / f"optimal_hyperplane{suffix}.csv")
+        problems = [p for p in problems if _selected(p, args.only.split(","), old)]
+    run = f"{machine_info().get('git', '?')} {time.strftime('%Y-%m-%d %H:%M')}"
     rows = []
     for name, n, d in problems:
         X, y = load(name, n, d)
@@ -172,25 +181,41 @@ def main() -> None:
             spec = {"solver": solver, "name": name, "n": n, "d": d, "time_limit": args.time_limit}
             res = run_one(spec, args.timeout if solver == "e01loss" else args.time_limit + 120, args.cap_gb)
             row = {"dataset": name if name != "synthetic" else f"synthetic D={d}", "N": len(y), "D": X.shape[1],
-                   "solver": solver, **res}
+                   "solver": solver, "run": run, **res}
             if "errors" in res:
                 row["loss01"] = res["errors"] / len(y)
             rows.append(row)
             print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
-    # e01loss's max_margin=False path, once
-    spec = {"solver": "e01loss", "name": "synthetic", "n": 50, "d": 2, "max_margin": False}
-    res = run_one(spec, args.timeout, args.cap_gb)
-    rows.append({"dataset": "synthetic D=2 (max_margin=False)", "N": 50, "D": 2, "solver": "e01loss", **res})
+    if old is None:  # e01loss's max_margin=False path, once
+        spec = {"solver": "e01loss", "name": "synthetic", "n": 50, "d": 2, "max_margin": False}
+        res = run_one(spec, args.timeout, args.cap_gb)
+        rows.append({"dataset": "synthetic D=2 (max_margin=False)", "N": 50, "D": 2, "solver": "e01loss", "run": run,
+                     **res})
     df = pd.DataFrame(rows)
-    suffix = "_quick" if args.quick else ""
+    if old is not None:  # replace the re-run rows, keep the order of the earlier table
+        if "run" not in old:
+            old["run"] = "earlier run (see the note)"
+        new = {(r.dataset, r.N, r.D, r.solver): r for r in df.itertuples(index=False)}
+        df = pd.DataFrame([new.get((r.dataset, r.N, r.D, r.solver), r)._asdict() for r in old.itertuples(index=False)])
     RESULTS.mkdir(exist_ok=True)
     df.to_csv(RESULTS / f"optimal_hyperplane{suffix}.csv", index=False)
     write_markdown(df, suffix, args)
     plot(df, suffix)
 
 
+def _selected(problem: tuple[str, int, int], names: list[str], old) -> bool:
+    name, n, d = problem
+    if name in names or f"{name}:{n}:{d}" in names:
+        return True
+    if "finished" in names and name == "synthetic":
+        e = old[(old.dataset == f"synthetic D={d}") & (old.N == n) & (old.solver == "e01loss")]
+        return bool(len(e)) and e.iloc[0]["status"] == "ok"
+    return False
+
+
 def write_markdown(df, suffix: str, args) -> None:
-    cmd = "python benchmarks/optimal_hyperplane.py" + (" --quick" if args.quick else "")
+    cmd = "python benchmarks/optimal_hyperplane.py" + (" --quick" if args.quick else "") + (
+        f" --only {args.only}" if getattr(args, "only", None) else "")
     from benchmarks.engine import machine_info
 
     try:
@@ -223,11 +248,12 @@ def write_markdown(df, suffix: str, args) -> None:
         pub = PUBLISHED.get(ds)
         piv.append({
             "dataset": ds, "N": n, "D": d,
-            "ours time (s)": f"{o['time_s']:.2f}" if o["status"] == "ok" else o["status"],
+            "ours time (s)": _sec(o["time_s"]) if o["status"] == "ok" else o["status"],
+            "ours CPU (s)": _sec(o["cpu_s"]) if o["status"] == "ok" and np.isfinite(o.get("cpu_s", np.nan)) else "-",
             "ours peak (MB)": _mb(o, "peak_mb"),
             "ours process max RSS (MB)": _mb(o, "maxrss_mb"),
             "ours loss01": f"{o.get('loss01', float('nan')):.4f}" + ("" if o.get("certified", True) else " (not certified)"),
-            "e01loss time (s)": f"{e['time_s']:.2f}" if e["status"] == "ok" else "-",
+            "e01loss time (s)": _sec(e["time_s"]) if e["status"] == "ok" else "-",
             "e01loss peak (MB)": _mb(e, "peak_mb"),
             "e01loss loss01 (claimed)": f"{e['loss01']:.4f} ({e['objective'] / n:.4f})" if e["status"] == "ok" else "-",
             "e01loss status": e["status"],
@@ -240,10 +266,18 @@ def write_markdown(df, suffix: str, args) -> None:
     cols = list(table.columns)
     lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(v) for v in r) + " |" for r in table.itertuples(index=False)] + [""]
+    if "run" in df and df["run"].nunique() > 1:
+        lines += ["Rows from several runs (commit, date; ratios are within a row, whose two fits ran one after the"
+                  " other): " + "; ".join(f"{r}: {', '.join(sorted(set(g.dataset + ' N=' + g.N.astype(str))))}"
+                                          for r, g in df.groupby("run", sort=False)) + ".", ""]
     mm = df[df["dataset"].str.contains("max_margin")]
     if len(mm):
         lines += [f"e01loss with `max_margin=False` (N = 50, D = 2): {mm.iloc[0]['status']}.", ""]
     (RESULTS / f"optimal_hyperplane{suffix}.md").write_text("\n".join(lines))
+
+
+def _sec(v: float) -> str:
+    return f"{v:.2f}" if v >= 1 else f"{v:.3f}"
 
 
 def _mb(row, key: str) -> str:

@@ -18,7 +18,7 @@ from arboretum import OptimalTreeClassifier, OptimalTreeRegressor
 from arboretum.optimal import _kernels as K
 from arboretum.optimal import hyper1
 from arboretum.optimal.hyper1 import solve_hyperplane1, subset_sides
-from arboretum.optimal.rules import _side_values, axis_rules, hyperplane_rules
+from arboretum.optimal.rules import _cofactors, _side_values, axis_rules, hyperplane_rules
 from arboretum.optimal.solver import make_objective, solve
 
 
@@ -231,3 +231,31 @@ def test_estimator_uses_the_path_up_to_six_features():
     clf = OptimalTreeClassifier(max_splits=1, split_type="hyperplane").fit(X, y)
     assert clf.optimal_ and clf.objective_ == (clf.predict(X) != y).sum()
     assert clf.n_combinations_ == 2002  # C(14, 5) subsets examined, no rule stored
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merged_duplicates_keep_the_optimum_and_the_first_minimiser(seed):
+    # many repeated rows, of the same and of different classes: the sweep merges copies of a class
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 3, size=(5, 2)).astype(float)
+    X = base[rng.integers(0, 5, size=9)]
+    y = rng.integers(0, 2, size=9)
+    rules = hyperplane_rules(X)
+    obj = make_objective(9, labels=y, n_classes=2)
+    got, rule = solve_hyperplane1(X, obj, exact=True)
+    want = solve(rules, obj, 1, exact=True)
+    assert got.cost == want.cost == brute_force(rules, 0, labels=y, weight=None)
+    r = want.combination[0]
+    assert tuple(rules.defs[r]) == tuple(rule.defs[0]) and rules.assign[r] == rule.assign[0]
+    assert got.n_examined == got.n_total
+
+
+@pytest.mark.parametrize("d", range(1, 7))
+def test_plane_of_matches_the_rules_cofactors(d):
+    rng = np.random.default_rng(d)
+    X = np.r_[rng.normal(size=(6, d)), rng.integers(-3, 4, size=(6, d))]
+    masks, start = hyper1._mask_table(d + 1)
+    Xt = np.ascontiguousarray(np.c_[X, np.ones(len(X))])
+    for sub in (np.arange(d), np.arange(6, 6 + d)):
+        np.testing.assert_allclose(hyper1._plane_of(Xt, sub, masks, start), _cofactors(X[sub][None])[0],
+                                   rtol=1e-12, atol=1e-12)

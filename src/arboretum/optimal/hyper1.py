@@ -63,7 +63,10 @@ other costs its weight on either side, so
     ``cost = min_{c_L, c_R} (W_L - w_L[c_L]) + (W_R - w_R[c_R]) + W_P - w_P[c_L] - [c_R != c_L] w_P[c_R]``
 
 (``W``, ``w[c]``: total and per-class weight of the open left side, the open
-right side and the defining points ``P``).  Otherwise (regression, extra
+right side and the defining points ``P``; repeated rows are merged into one
+point of several classes before the sweep, and such a point goes wholly to the
+side where it costs less: :func:`_merge_duplicates`, :func:`_closed_form`).
+Otherwise (regression, extra
 on-plane points, or a side short of points) the ``2**D`` assignments are
 enumerated.
 
@@ -86,7 +89,7 @@ from numba import njit
 
 from .._numba import pack_rows_mask
 from ._kernels import SQUARED, Objective, leaf_cost
-from .rules import HYPER, MAX_HYPERPLANE_DIM, RuleSet, _cofactors
+from .rules import HYPER, MAX_HYPERPLANE_DIM, RuleSet
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_hyperplane1", "subset_sides", "MAX_DIM"]
@@ -96,6 +99,11 @@ MAX_DIM = MAX_HYPERPLANE_DIM
 _EPS = 2.220446049250313e-16
 #: Angular uncertainty above which a point is tested one by one against every plane of a hinge.
 _SPECIAL = 1e-7
+#: Number of D-subsets above which the incumbent also tries a logistic regression's direction.
+_LOGISTIC_ABOVE = 1_000_000
+#: Hinges with at most this many planes (points after the hinge) test them one by one instead of
+#: sorting the points by angle (the sort costs about as much as this many one-by-one tests).
+_FEW = 6
 
 
 def applies(split_type: str, max_splits: int, n_features: int) -> bool:
@@ -347,23 +355,37 @@ def _assignments(left0, right0, pt, sub, extras, lam, n_extra, n_val, mode, nmin
 @njit(cache=True)
 def _closed_form(vl, vr, pt, sub, n_val, dvec, extras, n_extra):
     """The 0-1 loss of the best placement of the on-plane points (the defining points ``sub`` and
-    ``extras[:n_extra]``), each put on either side freely (module docstring).
+    ``extras[:n_extra]``), each put wholly on either side freely (module docstring; a point may
+    hold several classes when repeated rows are merged, :func:`_merge_duplicates`): for leaf
+    classes ``(c_L, c_R)`` a point ``p`` costs ``min(W_p - w_p[c_L], W_p - w_p[c_R])``.
 
     Without extra points and with ``min_samples_leaf`` met by the open sides, every placement is
     an assignment of a rule, so this is the subset's optimum.  Otherwise it is an admissible lower
     bound on it: the rules' placements (assignments, with the extra points following ``delta``,
     and only those keeping ``min_samples_leaf`` points per leaf) are some of the free placements,
-    and a minimum over more placements is no larger.
+    and a minimum over more placements is no larger.  (``dvec``: scratch of length ``n_val``.)
     """
+    WL = 0.0
+    WR = 0.0
     for c in range(n_val):
-        dvec[c] = 0.0
-    for k in range(sub.shape[0]):
-        for c in range(n_val):
-            dvec[c] += pt[sub[k], c]
-    for k in range(n_extra):
-        for c in range(n_val):
-            dvec[c] += pt[extras[k], c]
-    return _free_placement(vl, vr, dvec, n_val)
+        WL += vl[c]
+        WR += vr[c]
+    best = np.inf
+    D = sub.shape[0]
+    for cl in range(n_val):
+        for cr in range(n_val):
+            v = (WL - vl[cl]) + (WR - vr[cr])
+            for k in range(D + n_extra):
+                i = sub[k] if k < D else extras[k - D]
+                Wp = 0.0
+                for c in range(n_val):
+                    Wp += pt[i, c]
+                a = Wp - pt[i, cl]
+                b = Wp - pt[i, cr]
+                v += a if a < b else b
+            if v < best:
+                best = v
+    return best
 
 
 @njit(cache=True)
@@ -510,7 +532,7 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
             n_spec = 0
             maxd = 0.0
             # few planes through this hinge: test them one by one rather than sort (same result)
-            few = N - 1 - h_last <= 6
+            few = N - 1 - h_last <= _FEW
             for x in range(N):
                 nrm = math.hypot(u[x, 0], u[x, 1])
                 unc = e[x, 0] + e[x, 1]
@@ -772,11 +794,13 @@ def _best_threshold_cost(z: np.ndarray, pt: np.ndarray, n_val: int, mode: int, n
     return float((cost(left) + cost(right)).min())
 
 
-def incumbent_cost(X: np.ndarray, obj: Objective, nmin: int = 0) -> float:
+def incumbent_cost(X: np.ndarray, obj: Objective, nmin: int = 0, logistic: bool = True) -> float:
     """The cost of a good linear split, an upper bound on the optimum over the hyperplane rules.
 
-    The best threshold along each axis and along the directions of a (one-vs-rest) logistic
-    regression, or a least-squares fit for regression, on standardised columns.  Each such split
+    The best threshold along each axis and along the directions of a weighted least-squares fit
+    (of the target, or of the one-hot classes) and, with ``logistic``, of a (one-vs-rest) logistic
+    regression, on standardised columns (the logistic fit costs 0.01-0.1 s: worth it only for
+    large searches).  Each such split
     separates its two sides strictly, so (moving the plane until it touches ``D`` points, with
     those points assigned to their sides) some hyperplane rule induces the same partition: the
     optimum is at most this cost.  (If rounding ever made that false, the caller searches again
@@ -789,33 +813,81 @@ def incumbent_cost(X: np.ndarray, obj: Objective, nmin: int = 0) -> float:
     sd = X.std(axis=0)
     sd[sd == 0] = 1.0
     Z = (X - X.mean(axis=0)) / sd
-    try:
-        import warnings
+    # weighted least squares on the targets (regression) or on the one-hot classes (the Fisher
+    # direction for two classes): closed form, a fraction of a millisecond
+    sw = np.sqrt(obj.weight)
+    T = obj.target[:, None] if mode == 2 else (obj.label[:, None] == np.unique(obj.label)[None, :]).astype(float)
+    A = np.c_[Z, np.ones(N)] * sw[:, None]
+    coef = np.linalg.lstsq(A, T * sw[:, None], rcond=None)[0][:D].T
+    if logistic and mode != 2 and np.unique(obj.label).size > 1:
+        try:
+            import warnings
 
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.linear_model import LinearRegression, LogisticRegression
+            from sklearn.exceptions import ConvergenceWarning
+            from sklearn.linear_model import LogisticRegression
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            if mode == 2:
-                coef = LinearRegression().fit(Z, obj.target, sample_weight=obj.weight).coef_.reshape(1, -1)
-            elif np.unique(obj.label).size > 1:
-                coef = LogisticRegression(C=100.0, max_iter=300).fit(Z, obj.label, sample_weight=obj.weight).coef_
-            else:
-                coef = np.zeros((0, D))
-        dirs += [c / sd for c in coef if np.any(c != 0)]
-    except Exception:  # noqa: BLE001 - an incumbent is only a speed-up
-        pass
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                lr = LogisticRegression(C=100.0, max_iter=300).fit(Z, obj.label, sample_weight=obj.weight)
+            coef = np.r_[coef, lr.coef_]
+        except Exception:  # noqa: BLE001 - an incumbent is only a speed-up
+            pass
+    dirs += [c / sd for c in coef if np.all(np.isfinite(c)) and np.any(c != 0)]
     return min(_best_threshold_cost(X @ d, pt, n_val, mode, nmin) for d in dirs)
 
 
-def _rule_of(X: np.ndarray, sub: tuple[int, ...], a: int, left: np.ndarray) -> RuleSet:
-    """The one-rule set of the winning plane, with the sweep's partition ``left`` of the points."""
+def _merge_duplicates(X: np.ndarray, pt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``X`` (``keep``: the first copy of each, in increasing order) and their
+    summed statistics.
+
+    The sweep may search these instead of all rows: copies of a point are on the same side of
+    every rule whose subset holds at most one of them (off the plane: the same sign; on it: the
+    same side as the defining copy, as ``delta`` takes the defining point's value there, or the
+    same value of ``delta``), and a subset with two copies is affinely dependent.  A subset using a
+    later copy induces the partition of the subset with the first copy instead, which comes
+    earlier in lexicographic order (each sorted position no larger), so the first minimiser over
+    the merged points, mapped back by ``keep``, is the first minimiser over all rows.  A merged
+    point may hold several classes: :func:`_closed_form` places it wholly on one side.
+    """
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+    if first.size == X.shape[0]:
+        return np.arange(X.shape[0]), X, pt
+    keep = np.sort(first)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)  # unique-row id -> position in keep
+    pts = np.zeros((keep.size, pt.shape[1]))
+    np.add.at(pts, rank[inverse.ravel()], pt)
+    return keep, np.ascontiguousarray(X[keep]), pts
+
+
+@njit(cache=True)
+def _plane_of(Xt, sub, masks, start):
+    """``(w, b)`` of the plane through the rows ``sub`` of ``Xt = [X, 1]``: ``w . x + b =
+    det([[X[sub], 1], [x, 1]])``, expanded along its last row (as :func:`.rules._cofactors`, by the
+    exterior product of the sweep instead of a Laplace recursion in Python)."""
+    D = sub.shape[0]
+    C = D + 1
+    W = np.zeros((D + 1, 1 << C))
+    Wa = np.zeros((D + 1, 1 << C))
+    W[0, 0] = 1.0
+    Wa[0, 0] = 1.0
+    _hinge_wedge(Xt, sub, W, Wa, masks, start, 0)
+    full = (1 << C) - 1
+    wb = np.empty(C)
+    for c in range(C):
+        v = W[D, full ^ (1 << c)]
+        wb[c] = v if (D + c) % 2 == 0 else -v
+    return wb
+
+
+def _rule_of(X: np.ndarray, sub: tuple[int, ...], a: int, left: np.ndarray, plane: np.ndarray) -> RuleSet:
+    """The one-rule set of the winning plane ``plane`` (:func:`_plane_of`), with the sweep's
+    partition ``left`` of the points."""
     D = X.shape[1]
     return RuleSet(
         pos=pack_rows_mask(left)[None, :], defs=np.asarray([sub], dtype=np.int64),
         kind=np.array([HYPER], dtype=np.int8), feature=np.array([-1], dtype=np.int64), threshold=np.zeros(1),
-        planes=_cofactors(X[list(sub)][None]).reshape(1, D + 1), assign=np.array([a], dtype=np.int64),
+        planes=plane.reshape(1, D + 1), assign=np.array([a], dtype=np.int64),
         n_samples=X.shape[0],
     )
 
@@ -866,18 +938,20 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
     everything = np.ones(N, dtype=bool)
     leaf = float(leaf_cost(pack_rows_mask(everything), obj)) if N >= nmin else math.inf
     bound = math.inf if upper_bound is None else float(upper_bound)
-    seed = incumbent_cost(X, obj, nmin) if _seed and N > D else math.inf
+    total = math.comb(N, D)
+    seed = incumbent_cost(X, obj, nmin, logistic=total > _LOGISTIC_ABOVE) if _seed and N > D else math.inf
     if seed < bound:  # planes of cost <= seed are accepted (the optimum is one of them)
         seed = seed * (1 + 1e-9) + 1e-12 if obj.mode != 0 else seed + 0.5
     best = np.array([min(bound, seed), -1.0])
     best_sub = np.full(D, -1, dtype=np.int64)
-    total = math.comb(N, D)
     counts = np.zeros(3, dtype=np.int64)
     optimal = True
     gamma = _gamma(D)
     masks, start = _mask_table(D + 1)
-    Xt = np.ascontiguousarray(np.c_[X, np.ones(N)])
-    if N >= D:
+    keep, Xs, pts = _merge_duplicates(X, pt)
+    Ns = Xs.shape[0]
+    Xt = np.ascontiguousarray(np.c_[Xs, np.ones(Ns)])
+    if Ns >= D:
         m = D - 1
         hinge = np.arange(m, dtype=np.int64)
         state = np.zeros(2, dtype=np.int64)
@@ -891,11 +965,15 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
                 optimal = False
                 break
             t0 = time.perf_counter()
-            finished = hyperplane1_sweep(X, Xt, hinge, state, chunk, masks, start, W, Wa, pt, n_val, mode, nmin,
+            finished = hyperplane1_sweep(Xs, Xt, hinge, state, chunk, masks, start, W, Wa, pts, n_val, mode, nmin,
                                          gamma, best, best_sub, counts)
             if time.perf_counter() - t0 < 0.05 and chunk < 1 << 22:
                 chunk *= 2
     examined = int(counts[0])
+    if optimal:  # the subsets with a repeated point: covered by the merged points (_merge_duplicates)
+        examined += total - math.comb(Ns, D)
+    if best_sub[0] >= 0:
+        best_sub = keep[best_sub]
     if best_sub[0] < 0 and seed < bound and optimal:  # nothing reached the seed (rounding): search again
         return solve_hyperplane1(X, obj, exact=exact, nmin=nmin, deadline=deadline, upper_bound=upper_bound,
                                  _seed=False)
@@ -905,24 +983,25 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
     if best_sub[0] < 0:
         return Solution(math.inf, None, (), optimal, examined, total), None
     sub = tuple(int(v) for v in best_sub)
-    sides, ok = subset_sides(X, Xt, best_sub, masks, start, gamma)
+    Xt_all = Xt if Ns == N else np.ascontiguousarray(np.c_[X, np.ones(N)])
+    sides, ok = subset_sides(X, Xt_all, best_sub, masks, start, gamma)
     assert ok
     _, a, left = _final_assignment(X, sides, best_sub, pt, n_val, mode, nmin)
-    rule = _rule_of(X, sub, int(a), left)
-    left = _routed(rule, X, left)
+    rule = _rule_of(X, sub, int(a), left, _plane_of(Xt_all, best_sub, masks, start))
+    left = _routed(rule, X, left, sides)
     rule.pos = pack_rows_mask(left)[None, :]
     tree = Node(0, everything, Node(-1, left), Node(-1, ~left))
     cost = float(leaf_cost(pack_rows_mask(left), obj)) + float(leaf_cost(pack_rows_mask(~left), obj))
     return Solution(cost, tree, (0,), optimal, examined, total), rule
 
 
-def _routed(rule: RuleSet, X: np.ndarray, left: np.ndarray) -> np.ndarray:
+def _routed(rule: RuleSet, X: np.ndarray, left: np.ndarray, sides: np.ndarray) -> np.ndarray:
     """The training partition of the plane the fitted tree will store (:func:`.rules.routing_plane`):
     the solver's own partition whenever a real plane reproduces it (always, up to points within
     rounding distance of the plane that no float plane separates)."""
     from .rules import routing_plane
 
-    coef, thr = routing_plane(rule, 0, X)
+    coef, thr = routing_plane(rule, 0, X, side=sides)
     return X @ coef <= thr
 
 

@@ -447,7 +447,7 @@ def _delta_values(P: np.ndarray, delta: np.ndarray, Z: np.ndarray) -> np.ndarray
     return vals
 
 
-def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, float]:
+def routing_plane(rules: RuleSet, r: int, X: np.ndarray, side: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """A real hyperplane ``coef . x <= threshold`` that sends exactly the training points of ``r+`` left.
 
     First the rule's plane tilted towards its on-plane assignment by ``eps *
@@ -458,8 +458,18 @@ def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, fl
     ``delta`` vanishes), the maximum-margin separator of the partition (a
     linear programme on standardised columns) is used instead.  The tree
     routes new points by the plane returned; only training points are
-    guaranteed to go where the rule sends them.
+    guaranteed to go where the rule sends them.  The answer is kept on ``rules`` (per rule and
+    ``X``), as the single-hyperplane path and the tree builder both ask for it.  ``side``: the
+    robust sides of the points (:func:`_side_values`) when the caller has them already.
     """
+    cache = rules.__dict__.setdefault("_routing", {})
+    key = (r, id(X), X.shape)
+    if key not in cache or cache[key][0] is not X:
+        cache[key] = (X, _routing_plane(rules, r, X, side))
+    return cache[key][1]
+
+
+def _routing_plane(rules: RuleSet, r: int, X: np.ndarray, side: np.ndarray | None) -> tuple[np.ndarray, float]:
     D = X.shape[1]
     subset = [int(p) for p in rules.defs[r]]
     P = X[subset]
@@ -468,7 +478,8 @@ def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, fl
     delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
     uc = _delta_affine(P, delta)
     wb = rules.planes[r]
-    side = _side_values(X, P, tuple(subset))
+    if side is None:
+        side = _side_values(X, P, tuple(subset))
     v = X @ wb[:D] + wb[D]
     d = X @ uc[:D] + uc[D]
     # an off-plane point is at risk only if the tilt pushes it towards the other side
