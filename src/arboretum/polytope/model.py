@@ -1,0 +1,236 @@
+"""The soft convex polytope tree in PyTorch (spec-003 §2-3): gates, leaf probabilities, objectives,
+the gamma-process prior and the training loop.
+
+Everything is batched over *units*: ``U`` independent trees of the same shape (the restarts of a
+stump, or the one tree being refined), each with ``M`` internal nodes of ``K`` experts on ``D``
+standardised features.  One mini-batch step is one matrix product ``X~ @ B^T`` for all experts of
+all nodes of all units, a few element-wise operations and two small products with the tree's
+path matrices; there is no Python loop over samples or nodes inside an epoch.
+
+Shapes: ``B`` (U, M, K, D+1) with the bias in column 0, ``rho = ln r`` (U, M, K), ``t`` (U, M),
+``tau`` (U, M), ``mask`` (U, M, K) (0 for pruned experts).  This module imports torch: it is
+imported only by ``fit``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+#: Gates are clamped to [GATE_EPS, 1 - GATE_EPS] in the soft objective (spec §6.3).
+GATE_EPS = 1e-5
+#: ``rho = ln r`` is kept >= ln(1e-8), so that r never underflows (spec §6.3).
+RHO_MIN = math.log(1e-8)
+
+
+# ---------------------------------------------------------------------------
+# formulas
+# ---------------------------------------------------------------------------
+
+
+def intensity(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Committee intensity ``lambda = sum_k r_k softplus(beta_k . x~)`` (spec eq. 1'), shape (n, U, M).
+
+    ``Xt`` is (n, D+1) with a leading column of ones.
+    """
+    U, M, K, D1 = B.shape
+    Z = (Xt @ B.reshape(U * M * K, D1).T).reshape(-1, U, M, K)
+    r = torch.exp(rho)
+    if mask is not None:
+        r = r * mask
+    return (F.softplus(Z) * r).sum(-1)
+
+
+def noisy_or(lam: torch.Tensor) -> torch.Tensor:
+    """``P(Yes | x) = 1 - exp(-lambda)``, computed as ``-expm1(-lambda)``."""
+    return -torch.expm1(-lam)
+
+
+def gate(lam: torch.Tensor, t: torch.Tensor, tau: torch.Tensor, clamp: bool = True) -> torch.Tensor:
+    """Annealed gate ``g = sigmoid(tau (lambda - t))`` (spec eq. 23): the probability of going right."""
+    g = torch.sigmoid(tau * (lam - t))
+    return g.clamp(GATE_EPS, 1 - GATE_EPS) if clamp else g
+
+
+def leaf_log_probs(g: torch.Tensor, right: torch.Tensor, left: torch.Tensor) -> torch.Tensor:
+    """``ln pi_l = sum over the path of ln g (right turns) + ln(1 - g) (left turns)`` (spec eq. 6-7).
+
+    ``g`` is (n, U, M); ``right``/``left`` are (M, L) 0/1 path matrices; returns (n, U, L).
+    """
+    return torch.log(g) @ right + torch.log1p(-g) @ left
+
+
+def entropy_loss(pi: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    """Empirical conditional entropy ``H(Y | Z)`` from soft counts (spec eq. 9-12), one per unit.
+
+    ``pi`` (n, U, L) leaf probabilities, ``Y`` (n, C) one-hot labels; returns (U,) in nats:
+    ``(sum_l S_l ln S_l - sum_lc n_lc ln n_lc) / n``.
+    """
+    counts = torch.einsum("nul,nc->ulc", pi, Y)
+    S = counts.sum(-1)
+    return (torch.special.xlogy(S, S).sum(-1) - torch.special.xlogy(counts, counts).sum((-1, -2))) / pi.shape[0]
+
+
+def variance_loss(pi: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Soft within-leaf variance ``(1/n) sum_l sum_i pi_il (y_i - mu_l)^2`` (spec eq. 13-14), one per unit."""
+    S = pi.sum(0).clamp_min(1e-12)
+    mu = torch.einsum("nul,n->ul", pi, y) / S
+    return torch.einsum("nul,nul->u", pi, (y[:, None, None] - mu) ** 2) / pi.shape[0]
+
+
+def prior_penalty(B: torch.Tensor, rho: torch.Tensor, gamma0: float, c0: float, a_beta: float, b_beta: float,
+                  mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Negative log prior ``sum_nodes R_nu`` (spec §2.7), one per unit (constants dropped).
+
+    ``R = sum_k [-(gamma0/K - 1) rho_k + c0 r_k] + (a_beta + 1/2) sum_jk ln(1 + beta_jk^2 / (2 b_beta))``,
+    over the experts that are not pruned (``mask``).
+    """
+    K = B.shape[2]
+    r_part = -(gamma0 / K - 1.0) * rho + c0 * torch.exp(rho)
+    b_part = (a_beta + 0.5) * torch.log1p(B**2 / (2.0 * b_beta)).sum(-1)
+    per_expert = r_part + b_part
+    if mask is not None:
+        per_expert = per_expert * mask
+    return per_expert.sum((-1, -2))
+
+
+# ---------------------------------------------------------------------------
+# training
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    """What the training loop needs from the estimator's parameters."""
+
+    task: str
+    lr: float
+    epochs: int
+    batch_size: int
+    steepness_inc: float
+    use_prior: bool
+    prior_weight: float
+    prior_warmup: float
+    gamma0: float
+    c0: float
+    a_beta: float
+    b_beta: float
+    expired: Callable[[], bool] = lambda: False
+    progress: Callable[[int, float, float], None] | None = None
+
+
+def prior_schedule(epoch: int, epochs: int, weight: float, warmup: float) -> float:
+    """Weight of the prior in ``epoch`` (0-based): 0 for the first ``warmup`` share of the epochs, then a
+    linear ramp over a quarter of the epochs up to ``weight`` (spec R1)."""
+    if epochs <= 0:
+        return weight
+    start, ramp = warmup * epochs, 0.25 * epochs
+    if epoch < start:
+        return 0.0
+    return weight * min(1.0, (epoch - start + 1) / max(ramp, 1.0))
+
+
+@dataclass
+class Params:
+    """The trainable parameters of U soft trees and their fixed parts."""
+
+    B: torch.Tensor
+    rho: torch.Tensor
+    t: torch.Tensor
+    tau: torch.Tensor
+    mask: torch.Tensor
+    right: torch.Tensor  # (M, L)
+    left: torch.Tensor  # (M, L)
+    history: list = field(default_factory=list)
+
+    def leaf_probs(self, Xt: torch.Tensor) -> torch.Tensor:
+        lam = intensity(Xt, self.B, self.rho, self.mask)
+        return torch.exp(leaf_log_probs(gate(lam, self.t, self.tau), self.right, self.left))
+
+
+def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w: float, n_total: int):
+    """Per-unit data loss and the penalised total (summed over units: units are independent)."""
+    pi = p.leaf_probs(Xt)
+    data = entropy_loss(pi, target) if s.task == "classification" else variance_loss(pi, target)
+    total = data
+    if s.use_prior and w > 0:
+        total = data + (w / n_total) * prior_penalty(p.B, p.rho, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask)
+    return data, total
+
+
+def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, generator: torch.Generator) -> str:
+    """Algorithm 1 (spec §3.2): mini-batch Adam on the soft objective, annealing ``tau`` after every epoch.
+
+    A fresh Adam per call (spec A4).  Returns ``"completed"``, ``"time_limit"`` (``s.expired()``
+    became true between two epochs) or ``"failed"`` (the loss became NaN; the parameters of the
+    last finite epoch are kept).  Appends one ``(epoch, data loss, penalised loss, tau)`` row per
+    epoch to ``p.history`` (means over the epoch's batches, summed over units).
+    """
+    for tensor in (p.B, p.rho, p.t):
+        tensor.requires_grad_(True)
+    opt = torch.optim.Adam([p.B, p.rho, p.t], lr=s.lr, fused=Xt.device.type == "cpu" or None)
+    n = Xt.shape[0]
+    n_batches = max(1, math.ceil(n / s.batch_size))
+    for epoch in range(s.epochs):
+        if s.expired():
+            return "time_limit"
+        w = prior_schedule(epoch, s.epochs, s.prior_weight, s.prior_warmup)
+        saved = (p.B.detach().clone(), p.rho.detach().clone(), p.t.detach().clone())
+        perm = torch.randperm(n, generator=generator).to(Xt.device)
+        sum_data = torch.zeros((), device=Xt.device)
+        sum_total = torch.zeros((), device=Xt.device)
+        for idx in torch.tensor_split(perm, n_batches):
+            data, total = objective(p, Xt[idx], target[idx], s, w, n)
+            loss = total.sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                p.rho.clamp_(min=RHO_MIN)
+                sum_data += data.detach().sum()
+                sum_total += loss.detach()
+        mean_data, mean_total = float(sum_data) / n_batches, float(sum_total) / n_batches
+        if not math.isfinite(mean_total):
+            with torch.no_grad():
+                p.B.copy_(saved[0]), p.rho.copy_(saved[1]), p.t.copy_(saved[2])
+            return "failed"
+        p.tau += s.steepness_inc
+        p.history.append((epoch, mean_data, mean_total, float(p.tau.mean())))
+        if s.progress is not None:
+            s.progress(epoch, mean_data, mean_total)
+    return "completed"
+
+
+def init_stumps(n_units: int, K: int, D: int, Xt: torch.Tensor, tau0: float, generator: torch.Generator,
+                dtype: torch.dtype) -> Params:
+    """``n_units`` fresh stumps (spec §3.0): beta ~ U(-1/sqrt(D), 1/sqrt(D)), rho ~ N(0, 0.1^2), t at the
+    median of lambda over the node's data (a balanced first split), tau = tau0."""
+    bound = 1.0 / math.sqrt(max(D, 1))
+    B = (torch.rand((n_units, 1, K, D + 1), generator=generator, dtype=dtype) * 2 - 1) * bound
+    rho = torch.randn((n_units, 1, K), generator=generator, dtype=dtype) * 0.1
+    B, rho = B.to(Xt.device), rho.to(Xt.device)
+    mask = torch.ones_like(rho)
+    with torch.no_grad():
+        lam = intensity(Xt, B, rho)[:, :, 0]
+        t = lam.median(0).values[:, None].clone()
+    tau = torch.full((n_units, 1), float(tau0), dtype=dtype, device=Xt.device)
+    paths = torch.tensor([[0.0, 1.0]], dtype=dtype, device=Xt.device)  # leaves (left, right)
+    return Params(B, rho, t, tau, mask, paths, 1.0 - paths)
+
+
+def path_matrices(parents: list[tuple[int, int]], n_internal: int, n_leaves: int) -> tuple[np.ndarray, np.ndarray]:
+    """0/1 matrices (M, L): ``right[m, l] = 1`` when leaf ``l``'s path turns right at internal node ``m``.
+
+    ``parents[l]`` lists ``(m, went_right)`` along the path of leaf ``l``.
+    """
+    right = np.zeros((n_internal, n_leaves))
+    left = np.zeros((n_internal, n_leaves))
+    for leaf, path in enumerate(parents):
+        for m, went_right in path:
+            (right if went_right else left)[m, leaf] = 1.0
+    return right, left
