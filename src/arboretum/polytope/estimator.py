@@ -531,7 +531,8 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
 
     def predict(self, X) -> np.ndarray:
         """The majority class of each sample's leaf."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # checks that the estimator is fitted first
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

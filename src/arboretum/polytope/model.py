@@ -73,7 +73,12 @@ def entropy_loss(pi: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """
     counts = torch.einsum("nul,nc->ulc", pi, Y)
     S = counts.sum(-1)
-    return (torch.special.xlogy(S, S).sum(-1) - torch.special.xlogy(counts, counts).sum((-1, -2))) / pi.shape[0]
+    return (_xlogx(S).sum(-1) - _xlogx(counts).sum((-1, -2))) / pi.shape[0]
+
+
+def _xlogx(c: torch.Tensor) -> torch.Tensor:
+    """``c ln c`` with 0 at 0 and a finite gradient there (a class absent from a mini-batch)."""
+    return c * torch.log(c.clamp_min(1e-30))
 
 
 def variance_loss(pi: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -195,7 +200,8 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
                 sum_data += data.detach().sum()
                 sum_total += loss.detach()
         mean_data, mean_total = float(sum_data) / n_batches, float(sum_total) / n_batches
-        if not math.isfinite(mean_total):
+        finite = all(bool(torch.isfinite(a).all()) for a in (p.B, p.rho, p.t))
+        if not (finite and math.isfinite(mean_total)):
             with torch.no_grad():
                 p.B.copy_(saved[0]), p.rho.copy_(saved[1]), p.t.copy_(saved[2])
             return "failed"
