@@ -1049,8 +1049,8 @@ def plot_polytopes(estimator: Any, X: Any, y: Any = None, *, features: Sequence[
             if inside.any():
                 k = int(tree.polytopes[i]["facet"].sum())
                 ax.annotate(f"node {i}: {k} facets", (float(np.median(G0.ravel()[inside])),
-                                                      float(np.median(G1.ravel()[inside]))),
-                            fontsize="small", ha="center", zorder=4,
+                                                      float(G1.ravel()[inside].max())),
+                            fontsize="small", ha="center", va="top", zorder=4,
                             bbox={"boxstyle": "round", "fc": "white", "alpha": 0.7})
             left = lam <= 0
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 import time
 from typing import Any
@@ -138,17 +139,13 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             torch.set_num_threads(threads)
 
     def _n_threads(self, X: Any, default: int) -> int:
-        """Torch threads of the fit: ``n_jobs`` (negative: all but ``-n_jobs - 1`` cores), or with None one
-        thread when a mini-batch step is too small to gain from more (the ring) and torch's default else."""
-        if self.n_jobs is not None:
-            n_cpu = default if self.n_jobs < 0 else 0
-            return max(1, self.n_jobs if self.n_jobs > 0 else n_cpu + 1 + self.n_jobs)
-        try:
-            n, d = (np.shape(X) + (1,))[:2]
-        except (TypeError, ValueError):  # ragged rows: read_columns says what is wrong
-            return default
-        bs = auto_batch_size(n) if self.batch_size == "auto" else min(int(self.batch_size), n)
-        return 1 if bs * self.n_restarts * self.max_facets * (d + 1) < 2_000_000 else default
+        """Torch threads of the fit: 1 with ``n_jobs=None`` (mini-batch steps are small, and extra threads
+        only spin on a busy machine), ``n_jobs`` when positive, all but ``-n_jobs - 1`` cores when negative."""
+        if self.n_jobs is None or self.n_jobs == 0:
+            return 1
+        if self.n_jobs > 0:
+            return int(self.n_jobs)
+        return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
 
     def _fit_torch(self, X: Any, y: np.ndarray, n_classes: int, torch: Any, device: Any) -> None:
         clock = self._start_clock()
@@ -433,6 +430,8 @@ _DOC_PARAMS = """
         Seeds the initialisation and the mini-batches; a fixed int gives the same tree on CPU.
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where PyTorch trains ("auto": a GPU when one is visible).  Prediction is always NumPy.
+    n_jobs : int or None, default=None
+        PyTorch CPU threads during the fit (None: 1; -1: every core).  Restored afterwards.
     time_limit : float or None, default=60
         Seconds for the whole fit, checked between epochs; when it runs out the tree grown so far
         is returned (with a ``LimitWarning``), unrefined if refinement had not finished.
