@@ -25,6 +25,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: Every torch model of a run (ours and neural-trees') uses one CPU thread: the machine is shared, and
+#: extra threads only spin there.
+THREADS = 1
 DATA = Path("/work/shared/datasets")
 
 
@@ -177,7 +180,9 @@ class SDT:
 
 
 def n_leaves(est: Any, X: np.ndarray) -> tuple[int, int]:
-    """(structural leaves, leaves reached by the training data)."""
+    """(structural leaves, leaves reached by the training data); -1 where a peer does not say."""
+    if isinstance(est, SDT):
+        return 2 ** est.model.depth, -1
     if hasattr(est, "tree_") and hasattr(est.tree_, "apply_encoded"):
         return est.tree_.n_leaves, len(np.unique(est.apply(X)))
     if hasattr(est, "get_n_leaves"):
@@ -189,12 +194,15 @@ def evaluate(make: Callable[[], Any], Xtr, ytr, Xte, yte, binary_auc: bool) -> d
     """Fit, time (wall and process CPU) and score one method."""
     from sklearn.metrics import accuracy_score, roc_auc_score
 
+    import torch
+
+    torch.set_num_threads(THREADS)
     est = make()
     t0, c0 = time.perf_counter(), time.process_time()
     est.fit(Xtr, ytr)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     proba = np.asarray(est.predict_proba(Xte))
-    classes = np.asarray(est.classes_)
+    classes = np.asarray(getattr(est, "classes_", np.unique(ytr)))  # obliquetree keeps no classes_
     row = {"fit_s": wall, "cpu_s": cpu, "acc": accuracy_score(yte, classes[np.argmax(proba, 1)])}
     if binary_auc:
         row["auc"] = roc_auc_score(yte, proba[:, list(classes).index(1)])

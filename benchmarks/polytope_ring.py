@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> None:
         methods.update({f"CART d{d}": (lambda d=d: C.cart(d, seed)) for d in range(2, 11)})
         if not args.quick:
             methods.update({"obliquetree d2": lambda: C.obliquetree(2, seed),
-                            "SDT soft d2": lambda: C.SDT(2, seed, max_epochs=100),
-                            "SDT hard d2": lambda: C.SDT(2, seed, hard=True, max_epochs=100)})
+                            "SDT soft d2": lambda: C.SDT(2, seed, max_epochs=100, batch_size=250),
+                            "SDT hard d2": lambda: C.SDT(2, seed, hard=True, max_epochs=100, batch_size=250)})
         for name, make in methods.items():
             row = {"method": name, "seed": seed, **C.evaluate(make, Xtr, ytr, Xte, yte, binary_auc=True)}
             rows.append(row)

@@ -296,6 +296,29 @@ def test_closed_form_leaf_gradients():
     np.testing.assert_allclose(pi.grad[:, 0].numpy(), ((y[:, None] - mu) ** 2).numpy(), rtol=1e-10)
 
 
+def test_level_stumps_see_only_their_own_samples():
+    """A level's stumps (gathered experts for many nodes, one product for few) equal each node's own stump,
+    and the level objective is the sum of the nodes' objectives on their own samples."""
+    gen = torch.Generator().manual_seed(2)
+    n, F_, R, K, D = 60, 10, 2, 3, 4
+    Xt = torch.cat([torch.ones(n, 1, dtype=D64), torch.randn((n, D), generator=gen, dtype=D64)], 1)
+    node = torch.randint(0, F_, (n,), generator=gen)
+    B = torch.randn((F_, R, K, D + 1), generator=gen, dtype=D64)
+    rho, t = torch.randn((F_, R, K), generator=gen, dtype=D64) * 0.3, torch.rand((F_, R), generator=gen, dtype=D64) * 3
+    tau, mask = torch.full((F_, R), 1.5, dtype=D64), torch.ones((F_, R, K), dtype=D64)
+    many = model.level_leaf_probs(Xt, node, B, rho, t, tau, mask)
+    few = torch.cat([model.level_leaf_probs(Xt[node == f], node[node == f] * 0, B[f:f + 1], rho[f:f + 1], t[f:f + 1],
+                                            tau[f:f + 1], mask[f:f + 1]) for f in range(F_)])
+    order = torch.cat([torch.nonzero(node == f)[:, 0] for f in range(F_)])
+    np.testing.assert_allclose(many[order].numpy(), few.numpy(), rtol=1e-12)
+    Y = torch.nn.functional.one_hot(torch.randint(0, 3, (n,), generator=gen), 3).to(D64)
+    per_node = sum(model.entropy_loss(many[node == f], Y[node == f]) * (node == f).sum() for f in range(F_))
+    np.testing.assert_allclose(model.grouped_entropy(many, Y, node, F_).numpy(), (per_node / n).numpy(), rtol=1e-12)
+    y = torch.randn(n, generator=gen, dtype=D64)
+    per_node = sum(model.variance_loss(many[node == f], y[node == f]) * (node == f).sum() for f in range(F_))
+    np.testing.assert_allclose(model.grouped_variance(many, y, node, F_).numpy(), (per_node / n).numpy(), rtol=1e-10)
+
+
 def test_raw_committee_is_the_standardised_one():
     rng = np.random.default_rng(0)
     E = rng.normal(3.0, 2.0, size=(50, 3))
@@ -372,7 +395,7 @@ def test_annealing_and_refinement_history():
     X, y = ring(300, 7)
     clf = quick(max_depth=2, steepness_inc=0.05, refine_epochs=10).fit(X, y)
     h = clf.history_
-    phase, node, tau = np.array(h["phase"]), np.array(h["node"]), np.array(h["tau"])
+    phase, node, tau = np.array(h["phase"]), np.array(h["level"]), np.array(h["tau"])
     for nd in np.unique(node[phase == "grow"]):
         steps = np.diff(tau[(phase == "grow") & (node == nd)])
         np.testing.assert_allclose(steps, 0.05, atol=1e-5)
@@ -432,7 +455,7 @@ def test_verbose_prints_progress(capsys):
     X, y = ring(100, 12)
     quick(max_depth=1, epochs=3, verbose=2).fit(X, y)
     err = capsys.readouterr().err
-    assert "node 0 epoch 3/3" in err and "loss" in err
+    assert "level 0 epoch 3/3" in err and "loss" in err
 
 
 # ---------------------------------------------------------------------------
@@ -520,8 +543,24 @@ def test_plots(ring_fit):
     assert any("facets" in t.get_text() for t in ax.texts)
     ax = plot_training_curves(clf)
     labels = [line.get_label() for line in ax.get_lines()]
-    assert "node 0" in labels and "refinement" in labels
+    assert "level 0" in labels and "level 1" in labels and "refinement" in labels
     plot_tree(clf)
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+@pytest.mark.slow
+def test_prior_shrinks_the_committees_on_the_ring():
+    """Spec §5.3 #23 (a soft claim): with the prior, no more active experts (r_k >= 0.1 max r) in most
+    seeds, and a smaller median |beta|, than the same seed without it (root stump, 300 epochs)."""
+    fewer, smaller = 0, 0
+    for seed in range(3):
+        X, y = ring(2000, seed)
+        kw = dict(max_depth=1, epochs=300, n_restarts=1, refine=False, random_state=seed, time_limit=None)
+        a = ConvexPolytopeTreeClassifier(**kw).fit(X, y).tree_.polytopes[0]
+        b = ConvexPolytopeTreeClassifier(use_prior=False, **kw).fit(X, y).tree_.polytopes[0]
+        active = [int((p["r"] >= 0.1 * p["r"].max()).sum()) for p in (a, b)]
+        fewer += active[0] <= active[1]
+        smaller += np.median(np.abs(a["coefs"])) < np.median(np.abs(b["coefs"]))
+    assert fewer >= 2 and smaller >= 2

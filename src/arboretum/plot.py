@@ -1062,13 +1062,13 @@ def plot_polytopes(estimator: Any, X: Any, y: Any = None, *, features: Sequence[
 def plot_training_curves(estimator_or_history: Any, *, ax: Any = None, key: str = "loss") -> Any:
     """Per-epoch training objective of every stage of a gradient-trained tree.
 
-    One curve per node fitted in the greedy phase (``node i``) and one for the end-to-end
-    refinement, against the cumulative epoch.
+    One curve per level of the greedy phase (``level d``: the stumps of the nodes at depth d, trained
+    together) and one for the end-to-end refinement, against the cumulative epoch.
 
     Parameters
     ----------
     estimator_or_history : fitted estimator with ``history_``, or that dict
-        A dict of lists ``phase``, ``node``, ``epoch``, and ``key``.
+        A dict of lists ``phase``, ``level``, ``epoch``, and ``key``.
     ax : matplotlib Axes, optional
     key : {"loss", "objective", "tau"}, default="loss"
         The soft data objective, the objective with the prior, or the gate steepness.
@@ -1081,12 +1081,12 @@ def plot_training_curves(estimator_or_history: Any, *, ax: Any = None, key: str 
     if not isinstance(history, dict) or key not in history or "phase" not in history:
         raise TypeError("plot_training_curves needs a fitted estimator with history_ (a dict of lists) or that dict")
     ax = _new_axes(ax, (6.0, 4.0))
-    phase, node, values = np.asarray(history["phase"]), np.asarray(history["node"]), np.asarray(history[key], float)
+    phase, level, values = np.asarray(history["phase"]), np.asarray(history["level"]), np.asarray(history[key], float)
     x = np.arange(values.size)
-    stages = list(dict.fromkeys(zip(phase.tolist(), node.tolist())))
-    for ph, nd in stages:
-        sel = (phase == ph) & (node == nd)
-        ax.plot(x[sel], values[sel], lw=1.5, label="refinement" if ph == "refine" else f"node {nd}")
+    stages = list(dict.fromkeys(zip(phase.tolist(), level.tolist())))
+    for ph, lv in stages:
+        sel = (phase == ph) & (level == lv)
+        ax.plot(x[sel], values[sel], lw=1.5, label="refinement" if ph == "refine" else f"level {lv}")
     ax.set_xlabel("epoch (cumulative)")
     ax.set_ylabel({"loss": "soft training objective", "objective": "objective with prior"}.get(key, key))
     if stages:

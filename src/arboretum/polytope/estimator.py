@@ -167,7 +167,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             self._target = torch.tensor((y - center) / (spread if spread > 0 else 1.0), dtype=torch.float32,
                                         device=device)
         self._E, self._y, self._n_classes = E, y, n_classes
-        self.history_ = {"phase": [], "node": [], "epoch": [], "loss": [], "objective": [], "tau": []}
+        self.history_ = {"phase": [], "level": [], "epoch": [], "loss": [], "objective": [], "tau": []}
         self.device_ = str(device)
         self._last_print = 0.0
         stop = "completed"
@@ -206,7 +206,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             now = time.perf_counter()
             if self.verbose >= 2 or now - self._last_print >= 1.0 or epoch + 1 == s.epochs:
                 self._last_print = now
-                where = f"node {node}" if phase == "grow" else "refine"
+                where = f"level {node}" if phase == "grow" else "refine"
                 print(f"[{type(self).__name__}] {where} epoch {epoch + 1}/{s.epochs}: loss {loss:.5f} "
                       f"(with prior {total:.5f}), {self._clock_.elapsed():.1f} s", file=sys.stderr, flush=True)
         return report if self.verbose > 0 else None
@@ -215,7 +215,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         h = self.history_
         for epoch, loss, total, tau in rows:
             h["phase"].append(phase)
-            h["node"].append(node)
+            h["level"].append(node)
             h["epoch"].append(int(epoch))
             h["loss"].append(float(loss))
             h["objective"].append(float(total))
@@ -228,64 +228,75 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         """Hard training impurity of the tree: n H(Y | leaf) in nats, or the sum of squared errors."""
         return float(sum(self._leaf_cost(nd.idx) for nd in nodes if nd.committee is None))
 
-    # -- greedy growth (spec §3.3-3.5) --------------------------------------------------------
+    # -- greedy growth (spec §3.3-3.5), one level at a time ------------------------------------
     def _grow(self, n: int, d: int) -> list[_Node]:
+        """Breadth-first growth: the stumps of all frontier nodes of a level train together (each on
+        the samples that reach it), then each node is cut at its best hard threshold."""
         nodes = [_Node(np.arange(n), 0)]
         self._stopped = False
-        queue = [0]
-        while queue and not self._stopped:
-            i = queue.pop(0)
-            nd = nodes[i]
-            y = self._y[nd.idx]
-            if nd.depth >= self.max_depth or nd.idx.size < self.min_samples_split or np.all(y == y[0]):
-                continue
-            if self._fit_stump(nd, i):
-                left = nd.idx[polytope_intensity(nd.committee, self._E[nd.idx]) <= nd.t]
-                right = np.setdiff1d(nd.idx, left, assume_unique=True)
-                nd.left, nd.right = len(nodes), len(nodes) + 1
-                nodes += [_Node(left, nd.depth + 1), _Node(right, nd.depth + 1)]
-                queue += [nd.left, nd.right]
+        frontier = [0]
+        while frontier and not self._stopped:
+            todo = []
+            for i in frontier:
+                nd = nodes[i]
+                y = self._y[nd.idx]
+                if nd.depth < self.max_depth and nd.idx.size >= self.min_samples_split and not np.all(y == y[0]):
+                    todo.append(i)
+            attempts = 1 if self.threshold_mode == "search" else 5  # retry one-sided splits (spec §3.3)
+            for _ in range(attempts):
+                if not todo or self._stopped:
+                    break
+                todo = [i for i, done in zip(todo, self._fit_level([nodes[i] for i in todo])) if not done]
+            frontier = []
+            for i in range(len(nodes)):
+                nd = nodes[i]
+                if nd.committee is not None and nd.left < 0:
+                    left = nd.idx[polytope_intensity(nd.committee, self._E[nd.idx]) <= nd.t]
+                    right = np.setdiff1d(nd.idx, left, assume_unique=True)
+                    nd.left, nd.right = len(nodes), len(nodes) + 1
+                    nodes += [_Node(left, nd.depth + 1), _Node(right, nd.depth + 1)]
+                    frontier += [nd.left, nd.right]
         return nodes
 
-    def _fit_stump(self, nd: _Node, node_id: int) -> bool:
-        """Train ``n_restarts`` soft stumps at once on the node's samples and keep the best hard cut."""
+    def _fit_level(self, level: list[_Node]) -> list[bool]:
+        """Train ``n_restarts`` soft stumps for every node of ``level`` at once; keep each node's best
+        hard cut (when it lowers the node's impurity).  Returns which nodes were split."""
         torch, model = self._torch, self._model
-        idx = nd.idx
-        n = idx.size
-        Xt, target, E, y = self._Xt[idx], self._target[idx], self._E[idx], self._y[idx]
-        s = self._settings(n, self.epochs, 40, 300, AUTO_STEPS)
-        s.progress = self._progress("grow", node_id, s)
-        parent = self._leaf_cost(idx)
-        parent_J = parent / n if self._task == "classification" else parent
-        for _attempt in range(5):  # retry only when no restart gives a useful cut (spec §3.3)
-            p = model.init_stumps(int(self.n_restarts), int(self.max_facets), E.shape[1], Xt,
-                                  float(self.initial_steepness), self._gen, torch.float32)
-            status = model.train(p, Xt, target, s, self._gen)
-            rows = [(e, loss / self.n_restarts, total / self.n_restarts, tau) for e, loss, total, tau in p.history]
-            self._record("grow", node_id, rows)
-            if status == "time_limit":
-                self._stopped = True
-                return False
+        idx = np.concatenate([nd.idx for nd in level])
+        node_of = np.repeat(np.arange(len(level)), [nd.idx.size for nd in level])
+        Xt, target = self._Xt[idx], self._target[idx]
+        depth = level[0].depth
+        s = self._settings(idx.size, self.epochs, 40, 300, AUTO_STEPS)
+        s.progress = self._progress("grow", depth, s)
+        p = model.init_level(len(level), int(self.n_restarts), int(self.max_facets), self._E.shape[1], Xt,
+                             torch.as_tensor(node_of, device=Xt.device), float(self.initial_steepness), self._gen,
+                             torch.float32)
+        status = model.train(p, Xt, target, s, self._gen)
+        self._record("grow", depth, p.history)
+        if status == "time_limit":
+            self._stopped = True
+            return [False] * len(level)
+        B, rho, t, tau = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t, p.tau))
+        done = []
+        for f, nd in enumerate(level):
+            E, y = self._E[nd.idx], self._y[nd.idx]
+            parent = self._leaf_cost(nd.idx)
+            parent_J = parent / nd.idx.size if self._task == "classification" else parent
             best = None
-            B, rho, t = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t))
-            for u in range(B.shape[0]):
-                mask = search.prune_mask(rho[u, 0], np.ones(rho.shape[-1]))
-                committee = search.raw_committee(B[u, 0], rho[u, 0], mask, self._mean, self._scale)
-                lam = polytope_intensity(committee, E)
-                cut, cost = self._cut(lam, y, float(t[u, 0]))
+            for u in range(B.shape[1]):
+                mask = search.prune_mask(rho[f, u], np.ones(rho.shape[-1]))
+                committee = search.raw_committee(B[f, u], rho[f, u], mask, self._mean, self._scale)
+                cut, cost = self._cut(polytope_intensity(committee, E), y, float(t[f, u]))
                 if cut is not None and cost < parent_J - 1e-12 * max(1.0, abs(parent_J)) and (
                         best is None or cost < best[0]):
                     best = (cost, u, cut, mask, committee)
-            if best is not None:
-                break
-        else:
-            return False
-        _, u, cut, mask, committee = best
-        committee["facet"] = search.effective_facets(committee, E, cut)
-        nd.B, nd.rho, nd.mask = B[u, 0], rho[u, 0], mask
-        nd.t, nd.tau = cut, float(p.tau[u, 0])
-        nd.committee = committee
-        return True
+            done.append(best is not None)
+            if best is None:
+                continue
+            _, u, cut, mask, committee = best
+            committee["facet"] = search.effective_facets(committee, E, cut)
+            nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B[f, u], rho[f, u], mask, cut, float(tau[f, u]), committee
+        return done
 
     def _cut(self, lam: np.ndarray, y: np.ndarray, t_learned: float) -> tuple[float | None, float]:
         """The hard threshold on lambda (left = ``lambda <= t``) and its child impurity J (spec §2.14)."""
@@ -324,7 +335,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         p = model.Params(stack("B"), stack("rho"), torch.tensor([[nodes[i].t for i in internal]], dtype=f32,
                                                                  device=dev),
                          torch.tensor([[nodes[i].tau for i in internal]], dtype=f32, device=dev), stack("mask"),
-                         torch.tensor(right, dtype=f32, device=dev), torch.tensor(left, dtype=f32, device=dev))
+                         right=torch.tensor(right, dtype=f32, device=dev), left=torch.tensor(left, dtype=f32, device=dev))
         n = self._E.shape[0]
         s = self._settings(n, self.refine_epochs, 20, 150, AUTO_STEPS // 2)
         s.progress = self._progress("refine", -1, s)
@@ -409,7 +420,7 @@ _DOC_PARAMS = """
     learning_rate : float, default=0.01
         Adam's step size.
     epochs : int or "auto", default="auto"
-        Epochs of each node's stump; "auto" gives about 1,600 Adam steps (within [40, 300] epochs).
+        Epochs of each level's stumps; "auto" gives about 1,600 Adam steps (within [40, 300] epochs).
     batch_size : int or "auto", default="auto"
         Mini-batch size; "auto" is ``min(1000, ceil(n / 8))`` for a fit on n samples.
     refine : bool, default=True
@@ -419,6 +430,8 @@ _DOC_PARAMS = """
         Epochs of refinement; "auto" gives about 800 steps (within [20, 150] epochs).
     n_restarts : int, default=3
         Stumps trained at once (in one batch) per node; the one with the best hard cut is kept.
+        The stumps of all nodes of a level train together: an epoch of a level is one pass over the
+        samples that reach it, so a deep tree costs about one epoch per level, not per node.
     threshold_mode : {"search", "half"}, default="search"
         "search" cuts each trained stump where the children's impurity is least (the paper's
         deterministic threshold search); "half" at the learned gate's 0.5 (the reference code).
@@ -443,9 +456,10 @@ _DOC_ATTRS = """
     n_facets_ : ndarray of int, shape (tree_.n_nodes,)
         Effective facets of every node's polytope (spec §3.9; 0 at leaves).
     history_ : dict of lists
-        One entry per epoch: ``phase`` ("grow" or "refine"), ``node`` (the node of the tree being
-        grown, in growth order; -1 in refinement), ``epoch``, ``loss`` (soft data objective, mean
-        over the epoch's batches), ``objective`` (with the prior) and ``tau``.
+        One entry per epoch: ``phase`` ("grow" or "refine"), ``level`` (the depth of the nodes being
+        grown, whose stumps train together; -1 in refinement), ``epoch``, ``loss`` (soft data objective
+        of the level or the tree, mean over the epoch's batches and the restarts), ``objective``
+        (with the prior, summed over the restarts) and ``tau`` (mean).
     refined_ : bool
         Whether ``tree_`` is the refined tree.
     device_ : str

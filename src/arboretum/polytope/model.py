@@ -81,6 +81,44 @@ def _xlogx(c: torch.Tensor) -> torch.Tensor:
     return c * torch.log(c.clamp_min(1e-30))
 
 
+def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: torch.Tensor,
+                     tau: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Leaf probabilities (left, right) of the stumps of one level of the greedy growth, shape (b, R, 2).
+
+    ``B`` is (F, R, K, D+1): R restarts of a stump for each of the F frontier nodes; sample ``i`` of
+    the batch reaches node ``node[i]`` and only that node's stumps see it.  With few nodes one
+    matrix product computes every node's experts and each sample keeps its node's; with many, the
+    experts of each sample's node are gathered (no product over all nodes).
+    """
+    F_, R, K, D1 = B.shape
+    if F_ <= 8:
+        Z = (Xt @ B.reshape(F_ * R * K, D1).T).reshape(-1, F_, R, K)
+        Z = Z[torch.arange(Xt.shape[0], device=Xt.device), node]
+    else:
+        Z = torch.einsum("bd,brkd->brk", Xt, B[node])
+    lam = (F.softplus(Z) * (torch.exp(rho) * mask)[node]).sum(-1)
+    g = gate(lam, t[node], tau[node])
+    return torch.stack([1 - g, g], -1)
+
+
+def grouped_entropy(pi: torch.Tensor, Y: torch.Tensor, node: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """Sum over the level's nodes of their soft conditional entropies, each from its own samples'
+    soft counts, divided by the batch size (the level's ``H(Y | Z)``); one value per restart (R,)."""
+    counts = torch.zeros((n_groups,) + pi.shape[1:] + (Y.shape[1],), dtype=pi.dtype, device=pi.device)
+    counts = counts.index_add(0, node, pi[..., None] * Y[:, None, None, :])
+    S = counts.sum(-1)
+    return (_xlogx(S).sum(-1) - _xlogx(counts).sum((-1, -2))).sum(0) / pi.shape[0]
+
+
+def grouped_variance(pi: torch.Tensor, y: torch.Tensor, node: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """The soft within-leaf sum of squares of every node of the level, summed, over the batch size; (R,)."""
+    shape = (n_groups,) + pi.shape[1:]
+    S = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi).clamp_min(1e-12)
+    sy = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi * y[:, None, None])
+    syy = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi * (y**2)[:, None, None])
+    return (syy - sy**2 / S).sum((0, -1)) / pi.shape[0]
+
+
 def variance_loss(pi: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Soft within-leaf variance ``(1/n) sum_l sum_i pi_il (y_i - mu_l)^2`` (spec eq. 13-14), one per unit."""
     S = pi.sum(0).clamp_min(1e-12)
@@ -149,22 +187,28 @@ class Params:
     t: torch.Tensor
     tau: torch.Tensor
     mask: torch.Tensor
-    right: torch.Tensor  # (M, L)
-    left: torch.Tensor  # (M, L)
+    right: torch.Tensor | None = None  # (M, L) path matrices of a tree (refinement)
+    left: torch.Tensor | None = None
+    node_of: torch.Tensor | None = None  # (n,) frontier node of every sample (a level of the growth)
     history: list = field(default_factory=list)
 
-    def leaf_probs(self, Xt: torch.Tensor) -> torch.Tensor:
-        lam = intensity(Xt, self.B, self.rho, self.mask)
-        return torch.exp(leaf_log_probs(gate(lam, self.t, self.tau), self.right, self.left))
 
-
-def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w: float, n_total: int):
-    """Per-unit data loss and the penalised total (summed over units: units are independent)."""
-    pi = p.leaf_probs(Xt)
-    data = entropy_loss(pi, target) if s.task == "classification" else variance_loss(pi, target)
-    total = data
+def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w: float, n_total: int,
+              idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The data loss of every unit (restart or tree) on the batch ``idx``, and the penalised scalar
+    loss (the sum over units, which are independent, plus ``(w / n_total) L_reg``)."""
+    if p.node_of is None:
+        lam = intensity(Xt, p.B, p.rho, p.mask)
+        pi = torch.exp(leaf_log_probs(gate(lam, p.t, p.tau), p.right, p.left))
+        data = entropy_loss(pi, target) if s.task == "classification" else variance_loss(pi, target)
+    else:
+        node = p.node_of[idx]
+        pi = level_leaf_probs(Xt, node, p.B, p.rho, p.t, p.tau, p.mask)
+        group = grouped_entropy if s.task == "classification" else grouped_variance
+        data = group(pi, target, node, p.B.shape[0])
+    total = data.sum()
     if s.use_prior and w > 0:
-        total = data + (w / n_total) * prior_penalty(p.B, p.rho, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask)
+        total = total + (w / n_total) * prior_penalty(p.B, p.rho, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask).sum()
     return data, total
 
 
@@ -174,7 +218,8 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
     A fresh Adam per call (spec A4).  Returns ``"completed"``, ``"time_limit"`` (``s.expired()``
     became true between two epochs) or ``"failed"`` (the loss became NaN; the parameters of the
     last finite epoch are kept).  Appends one ``(epoch, data loss, penalised loss, tau)`` row per
-    epoch to ``p.history`` (means over the epoch's batches, summed over units).
+    epoch to ``p.history`` (means over the epoch's batches; the data loss is the mean over units, the
+    penalised loss their sum).
     """
     for tensor in (p.B, p.rho, p.t):
         tensor.requires_grad_(True)
@@ -190,14 +235,13 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
         sum_data = torch.zeros((), device=Xt.device)
         sum_total = torch.zeros((), device=Xt.device)
         for idx in torch.tensor_split(perm, n_batches):
-            data, total = objective(p, Xt[idx], target[idx], s, w, n)
-            loss = total.sum()
+            data, loss = objective(p, Xt[idx], target[idx], s, w, n, idx)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             with torch.no_grad():
                 p.rho.clamp_(min=RHO_MIN)
-                sum_data += data.detach().sum()
+                sum_data += data.detach().mean()
                 sum_total += loss.detach()
         mean_data, mean_total = float(sum_data) / n_batches, float(sum_total) / n_batches
         finite = all(bool(torch.isfinite(a).all()) for a in (p.B, p.rho, p.t))
@@ -212,21 +256,23 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
     return "completed"
 
 
-def init_stumps(n_units: int, K: int, D: int, Xt: torch.Tensor, tau0: float, generator: torch.Generator,
-                dtype: torch.dtype) -> Params:
-    """``n_units`` fresh stumps (spec §3.0): beta ~ U(-1/sqrt(D), 1/sqrt(D)), rho ~ N(0, 0.1^2), t at the
-    median of lambda over the node's data (a balanced first split), tau = tau0."""
+def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, node_of: torch.Tensor, tau0: float,
+               generator: torch.Generator, dtype: torch.dtype) -> Params:
+    """Fresh stumps for the ``n_nodes`` frontier nodes of a level, ``n_restarts`` each (spec §3.0):
+    beta ~ U(-1/sqrt(D), 1/sqrt(D)), rho ~ N(0, 0.1^2), t at the median of lambda over the node's
+    samples (a balanced first split), tau = tau0."""
     bound = 1.0 / math.sqrt(max(D, 1))
-    B = (torch.rand((n_units, 1, K, D + 1), generator=generator, dtype=dtype) * 2 - 1) * bound
-    rho = torch.randn((n_units, 1, K), generator=generator, dtype=dtype) * 0.1
-    B, rho = B.to(Xt.device), rho.to(Xt.device)
+    shape = (n_nodes, n_restarts, K)
+    B = ((torch.rand(shape + (D + 1,), generator=generator, dtype=dtype) * 2 - 1) * bound).to(Xt.device)
+    rho = (torch.randn(shape, generator=generator, dtype=dtype) * 0.1).to(Xt.device)
     mask = torch.ones_like(rho)
+    t = torch.empty((n_nodes, n_restarts), dtype=dtype, device=Xt.device)
     with torch.no_grad():
-        lam = intensity(Xt, B, rho)[:, :, 0]
-        t = lam.median(0).values[:, None].clone()
-    tau = torch.full((n_units, 1), float(tau0), dtype=dtype, device=Xt.device)
-    paths = torch.tensor([[0.0, 1.0]], dtype=dtype, device=Xt.device)  # leaves (left, right)
-    return Params(B, rho, t, tau, mask, paths, 1.0 - paths)
+        for f in range(n_nodes):
+            rows = Xt[node_of == f]
+            t[f] = intensity(rows, B[f : f + 1], rho[f : f + 1])[:, 0].median(0).values
+    tau = torch.full((n_nodes, n_restarts), float(tau0), dtype=dtype, device=Xt.device)
+    return Params(B, rho, t, tau, mask, node_of=node_of)
 
 
 def path_matrices(parents: list[tuple[int, int]], n_internal: int, n_leaves: int) -> tuple[np.ndarray, np.ndarray]:
