@@ -209,7 +209,7 @@ def evaluate(make: Callable[[], Any], Xtr, ytr, Xte, yte, binary_auc: bool) -> d
     row["leaves"], row["used_leaves"] = n_leaves(est, Xtr)
     if hasattr(est, "n_facets_"):
         row["facets"] = " ".join(str(int(k)) for k in est.n_facets_[est.tree_.split_kind != 0])
-        row["epochs"] = len(est.history_["epoch"])
+        row["epochs"] = len(est.epoch_history_["epoch"])
         row["epochs_per_s"] = row["epochs"] / wall
         row["refined"] = bool(est.refined_)
     return row
@@ -228,7 +228,7 @@ def throughput(make: Callable[[], Any], X, y) -> dict:
     total = sum(e.self_cpu_time_total for e in events)
     matmul = sum(e.self_cpu_time_total for e in events if e.key in ("aten::mm", "aten::bmm", "aten::addmm"))
     torch_ms = total / 1e3
-    return {"epochs": len(est.history_["epoch"]), "wall_s": wall, "epochs_per_s": len(est.history_["epoch"]) / wall,
+    return {"epochs": len(est.epoch_history_["epoch"]), "wall_s": wall, "epochs_per_s": len(est.epoch_history_["epoch"]) / wall,
             "torch_cpu_s": torch_ms / 1e3, "matmul_share_of_torch": matmul / total if total else float("nan"),
             "outside_matmul_share_of_wall": 1 - (matmul / 1e6) / wall}
 

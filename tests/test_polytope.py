@@ -379,7 +379,7 @@ def test_determinism_on_cpu():
     a = quick(max_depth=2).fit(X, y)
     b = quick(max_depth=2).fit(X, y)
     assert a.tree_.to_dict() == b.tree_.to_dict()
-    assert a.history_ == b.history_
+    assert a.epoch_history_ == b.epoch_history_
 
 
 def test_greedy_growth_freezes_ancestors():
@@ -394,7 +394,7 @@ def test_greedy_growth_freezes_ancestors():
 def test_annealing_and_refinement_history():
     X, y = ring(300, 7)
     clf = quick(max_depth=2, steepness_inc=0.05, refine_epochs=10).fit(X, y)
-    h = clf.history_
+    h = clf.epoch_history_
     phase, node, tau = np.array(h["phase"]), np.array(h["level"]), np.array(h["tau"])
     for nd in np.unique(node[phase == "grow"]):
         steps = np.diff(tau[(phase == "grow") & (node == nd)])
@@ -500,7 +500,7 @@ def test_save_load_round_trip(ring_fit, tmp_path):
     arboretum.save(clf, path)
     loaded = arboretum.load(path)
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
-    assert loaded.export_text() == clf.export_text() and loaded.history_ == clf.history_
+    assert loaded.export_text() == clf.export_text() and loaded.epoch_history_ == clf.epoch_history_
 
 
 def test_prediction_from_a_saved_model_needs_no_torch(ring_fit, tmp_path):

@@ -14,7 +14,7 @@ called, never when :mod:`arboretum` or this module is imported.
 :func:`plot_tree_sizes`        posterior distribution of the number of leaves
 :func:`plot_polytopes`         2-D decision regions of a convex polytope tree with every node's
                                polytope boundary (``POLYTOPE`` splits)
-:func:`plot_training_curves`   per-epoch training objective of a gradient-trained tree (``history_``)
+:func:`plot_training_curves`   per-epoch training objective of a gradient-trained tree (``epoch_history_``)
 =============================  ==================================================================
 
 The last two are exact for :class:`~arboretum.pcfg.PCFGTreeClassifier` (computed from the
@@ -1067,7 +1067,7 @@ def plot_training_curves(estimator_or_history: Any, *, ax: Any = None, key: str 
 
     Parameters
     ----------
-    estimator_or_history : fitted estimator with ``history_``, or that dict
+    estimator_or_history : fitted estimator with ``epoch_history_``, or that dict
         A dict of lists ``phase``, ``level``, ``epoch``, and ``key``.
     ax : matplotlib Axes, optional
     key : {"loss", "objective", "tau"}, default="loss"
@@ -1077,9 +1077,10 @@ def plot_training_curves(estimator_or_history: Any, *, ax: Any = None, key: str 
     -------
     ax : matplotlib Axes
     """
-    history = getattr(estimator_or_history, "history_", estimator_or_history)
+    history = getattr(estimator_or_history, "epoch_history_", estimator_or_history)
     if not isinstance(history, dict) or key not in history or "phase" not in history:
-        raise TypeError("plot_training_curves needs a fitted estimator with history_ (a dict of lists) or that dict")
+        raise TypeError("plot_training_curves needs a fitted estimator with epoch_history_ (a dict of lists) "
+                        "or that dict")
     ax = _new_axes(ax, (6.0, 4.0))
     phase, level, values = np.asarray(history["phase"]), np.asarray(history["level"]), np.asarray(history[key], float)
     x = np.arange(values.size)

@@ -167,7 +167,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             self._target = torch.tensor((y - center) / (spread if spread > 0 else 1.0), dtype=torch.float32,
                                         device=device)
         self._E, self._y, self._n_classes = E, y, n_classes
-        self.history_ = {"phase": [], "level": [], "epoch": [], "loss": [], "objective": [], "tau": []}
+        self.epoch_history_ = {"phase": [], "level": [], "epoch": [], "loss": [], "objective": [], "tau": []}
         self.device_ = str(device)
         self._last_print = 0.0
         stop = "completed"
@@ -212,7 +212,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         return report if self.verbose > 0 else None
 
     def _record(self, phase: str, node: int, rows: list) -> None:
-        h = self.history_
+        h = self.epoch_history_
         for epoch, loss, total, tau in rows:
             h["phase"].append(phase)
             h["level"].append(node)
@@ -455,7 +455,7 @@ _DOC_PARAMS = """
 _DOC_ATTRS = """
     n_facets_ : ndarray of int, shape (tree_.n_nodes,)
         Effective facets of every node's polytope (spec §3.9; 0 at leaves).
-    history_ : dict of lists
+    epoch_history_ : dict of lists
         One entry per epoch: ``phase`` ("grow" or "refine"), ``level`` (the depth of the nodes being
         grown, whose stumps train together; -1 in refinement), ``epoch``, ``loss`` (soft data objective
         of the level or the tree, mean over the epoch's batches and the restarts), ``objective``
