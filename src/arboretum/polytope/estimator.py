@@ -243,10 +243,14 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                 if nd.depth < self.max_depth and nd.idx.size >= self.min_samples_split and not np.all(y == y[0]):
                     todo.append(i)
             attempts = 1 if self.threshold_mode == "search" else 5  # retry one-sided splits (spec §3.3)
+            chunk = self._level_chunk(len(todo), sum(nodes[i].idx.size for i in todo), d)
             for _ in range(attempts):
                 if not todo or self._stopped:
                     break
-                todo = [i for i, done in zip(todo, self._fit_level([nodes[i] for i in todo])) if not done]
+                done = []
+                for j in range(0, len(todo), chunk):
+                    done += self._fit_level([nodes[i] for i in todo[j:j + chunk]]) if not self._stopped else []
+                todo = [i for i, ok in zip(todo, done) if not ok]
             frontier = []
             for i in range(len(nodes)):
                 nd = nodes[i]
@@ -257,6 +261,15 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                     nodes += [_Node(left, nd.depth + 1), _Node(right, nd.depth + 1)]
                     frontier += [nd.left, nd.right]
         return nodes
+
+    def _level_chunk(self, n_nodes: int, n: int, d: int) -> int:
+        """How many nodes of a level train together: all of them, unless gathering every sample's
+        experts (many nodes) would take more than 30 million numbers a mini-batch (wide data such as
+        2048-bit fingerprints); then groups of 8, whose experts one matrix product computes."""
+        bs = auto_batch_size(n) if self.batch_size == "auto" else min(int(self.batch_size), n)
+        if n_nodes <= 8 or bs * self.n_restarts * self.max_facets * (d + 1) <= 30_000_000:
+            return max(n_nodes, 1)
+        return 8
 
     def _fit_level(self, level: list[_Node]) -> list[bool]:
         """Train ``n_restarts`` soft stumps for every node of ``level`` at once; keep each node's best
