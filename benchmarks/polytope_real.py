@@ -43,10 +43,12 @@ CONFIGS = {
     "letter": dict(load=C.letter, metric="acc", depth=11, cpt=dict(), cart_deep=27, quick=(6, None),
                    paper={"CPT": "90.51 ± 0.81 (463 leaves, D11)", "CPT(K=1)": "84.13 ± 0.32 (705 leaves, D17)",
                           "CART deep": "86.07 ± 0.14 (1580 leaves, D27)", "TnT": "86.62"}),
-    "bace": dict(load=lambda: C.molecules("bace"), metric="auc", depth=7, cpt=dict(), cart_deep=12, quick=(3, None),
+    "bace": dict(load=lambda: C.molecules("bace"), metric="auc", depth=7, cpt=dict(use_prior=False), cart_deep=12,
+                 quick=(3, None),
                  paper={"CPT": "84.7 ± 1.6 (21 leaves, D7)", "CPT(K=1)": "82.06 ± 2.4 (19 leaves, D9)",
                         "CART deep": "65.2 ± 2.4"}),
-    "hiv": dict(load=lambda: C.molecules("hiv"), metric="auc", depth=5, cpt=dict(), cart_deep=12, quick=(3, 8000),
+    "hiv": dict(load=lambda: C.molecules("hiv"), metric="auc", depth=5, cpt=dict(use_prior=False), cart_deep=12,
+                quick=(3, 8000),
                 paper={"CPT": "73.1 ± 1.4 (24 leaves, D5)", "CPT(K=1)": "71.12 ± 2.3 (25 leaves, D7)",
                        "CART deep": "54.4 ± 0.9"}),
     "digits": dict(load=C.digits, metric="acc", depth=6, cpt=dict(), cart_deep=12, quick=(4, None),
@@ -72,7 +74,7 @@ def run(name: str, seeds: int, quick: bool) -> None:
             "CPT(K=1)": lambda: C.cpt(depth, seed, **{**cfg["cpt"], "max_facets": 1}),
             f"CART d{depth}": lambda: C.cart(depth, seed),
             "CART deep": lambda: C.cart(cfg["cart_deep"], seed),
-            f"obliquetree d{depth}": lambda: C.obliquetree(depth, seed),
+            **({f"obliquetree d{depth}": lambda: C.obliquetree(depth, seed)} if Xtr.shape[1] <= 200 else {}),
             f"SDT soft d{min(depth, 8)}": lambda: C.SDT(min(depth, 8), seed, **SDT_KW),
             f"SDT hard d{min(depth, 8)}": lambda: C.SDT(min(depth, 8), seed, hard=True, **SDT_KW),
         }
@@ -99,6 +101,15 @@ def run(name: str, seeds: int, quick: bool) -> None:
     cpt = df[df.method == "CPT"]
     notes = [f"Train {Xtr.shape[0]} x {Xtr.shape[1]}, test {Xte.shape[0]}; CPT at max_depth={depth} with "
              f"{cfg['cpt'] or 'its defaults'} (time_limit=None); seeds vary the models, not the split."]
+    if Xtr.shape[1] > 200:
+        notes.append("obliquetree is left out on these 2048 features (it warns that its pairs of features are "
+                     "too many to search). CPT runs without the prior here: with the default Student-t prior "
+                     "on 2,049 coefficients per expert, the penalty swamps the data term when the warm-up ends "
+                     "(Bace root stump: soft entropy 0.33 -> 0.50), spec risk R1 in many dimensions.")
+    if name in ("bace", "hiv"):
+        notes.append("Our split is a deterministic Bemis-Murcko scaffold split (largest scaffold sets to train, "
+                     "90/10), not the LCN authors' pickled split used by the paper, which is not available "
+                     "offline; the paper's validation-based depth selection is not done (fixed depth).")
     if len(cpt):
         notes.append(f"CPT: {cfg['metric']} {cpt[cfg['metric']].mean():.4f}, {cpt.leaves.mean():.1f} leaves, "
                      f"fit {cpt.fit_s.mean():.1f} s wall / {cpt.cpu_s.mean():.1f} s CPU, "

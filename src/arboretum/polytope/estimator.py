@@ -416,7 +416,9 @@ _DOC_PARAMS = """
         K, the truncation of each node's gamma process: at most K experts, hence facets, per node.
     use_prior : bool, default=True
         Add the gamma-process / Student-t prior (spec §2.7) to the objective; False reproduces the
-        reference code's unpenalised training.
+        reference code's unpenalised training.  On very wide data (thousands of features) the
+        Student-t term, summed over every coefficient, can swamp the data term once the warm-up
+        ends (seen on 2048-bit fingerprints): use False there, or a smaller ``prior_weight``.
     prior_weight : float, default=1.0
         ``w`` in ``H(Y|Z) + (w / N) L_reg`` (N the samples of the fit).
     prior_warmup : float, default=0.5
