@@ -21,6 +21,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples
 
+from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..optimal.estimator import _raw_columns
@@ -85,6 +86,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
     """What both convex polytope tree estimators share: growth, refinement, the fitted tree."""
 
     _uses_binary_questions = False
+    _kernel_family = "polytope"  # PyTorch's first-use set-up, run before the clock (:func:`_warm`)
     _task = "classification"
 
     def __init__(self, max_depth: int = 3, max_facets: int = 30, use_prior: bool = True, prior_weight: float = 1.0,
@@ -614,3 +616,20 @@ class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.device != "cpu"
         return tags
+
+
+@register("polytope", lambda: [])
+def _warm() -> None:
+    """PyTorch's first use in a process (autograd engine, optimiser, lazily imported modules:
+    several seconds here) on two tiny fits, so that it counts in ``compile_time_`` and not against
+    ``time_limit``, like the numba families' compilation.  Nothing to do without PyTorch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(40, 2))
+    kw = dict(max_depth=2, max_facets=2, epochs=2, batch_size=20, refine_epochs=1, n_restarts=1,
+              min_samples_split=2, random_state=0, time_limit=None)
+    ConvexPolytopeTreeClassifier(**kw).fit(X, (X[:, 0] > 0).astype(int))
+    ConvexPolytopeTreeRegressor(**kw).fit(X, X[:, 0])
