@@ -264,11 +264,12 @@ class _OptimalTreeBase(TreeEstimator):
             if isinstance(self.split_type, CandidateRules):
                 rules = self.split_type.rule_set(E, rows=order)
             else:
-                rules = make_rules(E, self.split_type)
+                # the plane families' generation watches the clock: stopped, the rules made so far
+                rules = make_rules(E, self.split_type, deadline=clock.deadline)
             self.n_rules_ = rules.n_rules
             # user objectives: plain enumeration (the bounds assume a built-in loss)
             bounded = self._memory_check(rules, n) and user_obj is None
-            greedy = self._incumbent(rules, E, obj, labels, target, weight) if bounded else None
+            greedy = self._incumbent(rules, E, obj, labels, target, weight) if bounded and rules.complete else None
             incumbent = None
             if greedy is not None:  # a little above its cost: the DP may sum the same leaves in another order
                 incumbent = greedy.cost * (1 + 1e-12) + 1e-300 if obj.mode != K.ZERO_ONE_UNIT else greedy.cost
@@ -280,6 +281,9 @@ class _OptimalTreeBase(TreeEstimator):
                 greedy.optimal, greedy.n_examined, greedy.n_total = sol.optimal, sol.n_examined, sol.n_total
                 greedy.n_pruned, greedy.lower_bound = sol.n_pruned, min(sol.lower_bound, greedy.cost)
                 sol = greedy
+            if not rules.complete:  # the optimum over part of the family certifies nothing
+                sol.optimal = False
+                sol.lower_bound = 0.0
 
             def split_of(r: int) -> tuple:
                 if rules.kind[r] == AXIS:
