@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.datasets import load_iris, load_wine
@@ -258,6 +258,8 @@ def test_bad_values_and_shapes():
 def _same_as_search_tree(clf, X) -> None:
     """The raw tree and the search tree on the binarised matrix reach the same leaves."""
     B = clf.binarizer_.transform(X)
+    if B.shape[1] == 0:  # constant X: the search ran on one constant column, "(constant)"
+        B = np.zeros((B.shape[0], 1), dtype=np.uint8)
     np.testing.assert_array_equal(clf.apply(X), clf.search_tree_.apply(B))
     np.testing.assert_array_equal(clf.predict(X), clf.search_tree_.predict(B))
     np.testing.assert_array_equal(clf.predict_proba(X), clf.search_tree_.predict_proba(B))
@@ -303,6 +305,7 @@ def _raw_data(draw):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=_raw_data(), k=st.integers(1, 4), strategy=st.sampled_from(["quantile", "all"]))
+@example(data=(np.zeros((6, 1)), np.array([0, 1, 0, 1, 0, 1]), np.ones((15, 1))), k=1, strategy="quantile")
 def test_raw_tree_equals_search_tree_on_binarised_data(data, k, strategy):
     X, y, X_new = data
     clf = MAPTreeClassifier(
@@ -312,6 +315,8 @@ def test_raw_tree_equals_search_tree_on_binarised_data(data, k, strategy):
     _same_as_search_tree(clf, X)
     _same_as_search_tree(clf, X_new)  # values never seen in fit, both sides of every threshold
     B = clf.binarizer_.transform(X)
+    if B.shape[1] == 0:
+        B = np.zeros((B.shape[0], 1), dtype=np.uint8)
     lp = log_posterior(clf.search_tree_, B, np.searchsorted(clf.classes_, y), alpha=0.99, beta=0.2, rho=2.5)
     assert clf.log_posterior_ == pytest.approx(lp)
 
