@@ -48,7 +48,8 @@ from typing import Callable
 
 import numpy as np
 
-from .depth2 import best_single_root, depth2_search, leaf_of, scan_root, split_subset
+from .depth2 import (best_single_root, depth2_features, feature_best_splits, leaf_of, sorted_columns,
+                     split_subset)
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_axis"]
@@ -79,7 +80,7 @@ class _Search:
         self.n_stats = 3 if self.mode == 2 else max(1, obj.counts.shape[0])
         self.label, self.weight, self.target = obj.label, obj.weight, obj.target
         self.nmin = int(nmin)
-        self.lipschitz = self.mode == 1 and self.nmin <= 1
+        self.lipschitz = self.mode == 1
         scale = float(self.weight.sum()) if self.mode == 1 else float(np.dot(self.weight, self.target ** 2)) + 1.0
         self.eps = 1e-9 * max(scale, 1e-300)
         self.deadline = deadline
@@ -154,31 +155,20 @@ class _Search:
         leaf = leaf_of(ords, m, *args, self.nmin)
         state = np.array([leaf if leaf < bound else math.inf, 0.0 if leaf < bound else -1.0, bound])
         rec = np.full(6, -1, dtype=np.int64)
-        # the greedy root first: its tree's cost bounds the ordered scan (it is found again in order)
-        g_c, g_d, g_t = best_single_root(ords, vals, m, *args, self.nmin)
-        g_rec = None
-        if g_d >= 0:
-            work = np.zeros((3, 2 * self.n_stats))
-            pos = np.empty(4, dtype=np.int64)
-            lL, lR, sL, sR = scan_root(ords, vals, m, g_d, g_t, self.side, *args, self.nmin, max_k >= 2, work, pos)
-            self.counts[0] += 1
-            cands = [(lL + lR, 1, (-1, -1, -1, -1))]
-            if max_k >= 2:
-                cands += [(sL + lR, 2, (pos[0], pos[1], -1, -1)), (lL + sR, 2, (-1, -1, pos[2], pos[3]))]
-            if max_k >= 3:
-                cands.append((sL + sR, 3, tuple(pos)))
-            g_cost, g_k, g_sub = min(cands, key=lambda c: (c[0], c[1]))
-            if g_cost < state[2]:
-                state[2] = min(state[2], g_cost + self.eps)
-                g_rec = (g_cost, g_k, np.array([g_d, g_t, *g_sub], dtype=np.int64))
+        if state[0] <= 0.0:
+            return state[0], 0, None
+        lab, w, y, brk = sorted_columns(ords, vals, m, self.label, self.weight, self.target)
+        cols = (lab, w, y, brk, self.mode, self.n_stats, self.nmin)
+        f_cost, f_pos = feature_best_splits(ords, m, *cols)
+        feats = np.argsort(f_cost, kind="stable")  # features with a good single split first: a good bound early
+        feats = feats[np.isfinite(f_cost[feats])]
         step = max(1, min(D, _KERNEL_CHUNK // max(1, m * m)))
-        for lo in range(0, D, step):
-            if self._out_of_time():
+        for lo in range(0, feats.shape[0], step):
+            if self._out_of_time() or state[0] <= 0.0:
                 break
-            depth2_search(ords, vals, m, *args, self.nmin, max_k, lo, min(D, lo + step), self.lipschitz,
-                          self.eps, self.side, state, rec, self.counts)
-        if self.stopped and g_rec is not None and (state[1] < 0 or g_rec[0] < state[0]):
-            state[0], state[1], rec = g_rec[0], g_rec[1], g_rec[2]  # stopped before reaching it in order
+            chunk = feats[lo:lo + step]
+            depth2_features(ords, m, *cols, max_k, chunk, f_pos[chunk], self.lipschitz, True, self.eps, state, rec,
+                            self.counts)
         if state[1] < 0 or not state[0] < bound:
             return None
         if state[1] == 0:
@@ -192,92 +182,127 @@ class _Search:
         return float(state[0]), int(state[1]), tree
 
     def _level(self, ords, vals, k, depth, bound):
-        """Roots in (feature, threshold) order, each with its best budget split; similarity skips."""
+        """Roots searched per feature by bisection of intervals (as :func:`.depth2.depth2_features`), each
+        root with its best budget split; the side bounds of evaluated roots discard whole intervals."""
         m, D = ords.shape[1], ords.shape[0]
         args = self._args()
         dd = None if depth is None else depth - 1
         cap = k - 1 if dd is None else min(k - 1, 2 ** dd - 1)
         options = [(k1, k - 1 - k1) for k1 in range(k) if k1 <= cap and k - 1 - k1 <= cap]
         options.sort(key=lambda o: (abs(o[0] - o[1]), o[0]))  # balanced first: usually the best bound
+        n_opt = len(options)
         leaf = leaf_of(ords, m, *args, self.nmin)
-        best = (leaf, 0, None, -1) if leaf < bound else None
+        best = (leaf, 0, None, (-1, -1)) if leaf < bound else None
+        if best is not None and leaf <= 0.0:
+            return best[:3]
         top = self.levels == 0
         self.levels += 1
+        monotone = self.nmin <= 1  # the side optima are monotone in the root threshold (module docstring)
+        lipschitz = self.lipschitz and monotone
 
         def ub() -> float:
             return bound if best is None else min(bound, best[0] + self.eps)
 
-        prev: dict = {}  # option -> lower bounds (left, right) on its sides' costs at the last evaluated root
-
-        def root(d1: int, t: int, moved: float):
-            """The best tree under root (d1, t) with cost below ub(), and a lower bound on its cost.
-
-            ``moved``: weight of the points moved to the left since the last evaluated root of
-            this feature (inf for none); with the similarity bound, the left side's best cost
-            cannot fall and the right side's falls by at most ``moved``, so the last root's side
-            costs (or the bounds its pruned calls proved) bound this root's sides from below.
-            """
+        def root(d1: int, t: int, lbL: np.ndarray, lbR: np.ndarray):
+            """The best tree under root (d1, t) with cost below ub() (or None); ``lbL``/``lbR`` (per
+            budget option) hold lower bounds on its sides' costs and are raised to what is proved."""
             oL, vL, oR, vR = split_subset(ords, vals, m, d1, t, self.side)
-            if oL.shape[1] < self.nmin or oR.shape[1] < self.nmin:
-                return None, math.inf
-            entry = u = ub()
             here = None
-            for k1, k2 in options:
-                lbL, lbR = 0.0, 0.0
-                if self.lipschitz and moved < math.inf and (k1, k2) in prev:
-                    lbL, lbR = prev[k1, k2][0], max(0.0, prev[k1, k2][1] - moved)
-                if lbL + lbR >= u:
-                    prev[k1, k2] = (lbL, lbR)
+            u = ub()
+            for o, (k1, k2) in enumerate(options):
+                if lbL[o] + lbR[o] >= u:
                     continue
-                rl = self.solve(oL, vL, k1, dd, u - lbR)
+                rl = self.solve(oL, vL, k1, dd, u - lbR[o])
                 if rl is None:
-                    prev[k1, k2] = (max(lbL, u - lbR), lbR)
+                    lbL[o] = max(lbL[o], u - lbR[o])
                     continue
+                lbL[o] = rl[0]
                 rr = self.solve(oR, vR, k2, dd, u - rl[0])
                 if rr is None:
-                    prev[k1, k2] = (rl[0], max(lbR, u - rl[0]))
+                    lbR[o] = max(lbR[o], u - rl[0])
                     continue
-                prev[k1, k2] = (rl[0], rr[0])
+                lbR[o] = rr[0]
                 cand = (rl[0] + rr[0], 1 + rl[1] + rr[1], k1, (d1, float(vals[d1, t]), rl[2], rr[2]))
                 if here is None or cand[:3] < here[:3]:
                     here = cand
                     u = min(u, cand[0] + self.eps)
-            return here, (here[0] if here is not None else entry)
+                    if cand[0] <= 0.0:
+                        break
+            return here
 
-        # the greedy root first (its cost bounds the ordered scan; it is found again in order)
-        g_c, g_d, g_t = best_single_root(ords, vals, m, *args, self.nmin)
-        greedy = None
-        if g_d >= 0:
-            self.counts[0] += 1
-            here, _ = root(int(g_d), int(g_t), math.inf)
-            if here is not None and here[0] < ub():
-                greedy = here
-                bound = min(bound, here[0] + self.eps)
-        weight = self.weight
-        for d1 in range(D):
-            xs = vals[d1]
-            cw = np.cumsum(weight[ords[d1]])
-            last, last_w = -math.inf, None
-            for t in np.flatnonzero(xs[:-1] != xs[1:]):
-                self.counts[1] += 1
-                if self.lipschitz and last_w is not None and last - (cw[t] - last_w) >= ub():
-                    continue
-                if self._out_of_time():
+        lab, w, y, brk = sorted_columns(ords, vals, m, self.label, self.weight, self.target)
+        f_cost, f_pos = feature_best_splits(ords, m, lab, w, y, brk, self.mode, self.n_stats, self.nmin)
+        feats = [int(d) for d in np.argsort(f_cost, kind="stable") if np.isfinite(f_cost[d])]
+        for d1 in feats:
+            roots = np.flatnonzero(brk[d1])
+            roots = roots[(roots + 1 >= self.nmin) & (m - roots - 1 >= self.nmin)]
+            nT = roots.shape[0]
+            self.counts[1] += nT
+            cw = np.cumsum(w[d1])[roots]
+            LL = np.zeros((n_opt, nT))  # lower bounds on each evaluated root's sides, per option
+            RR = np.zeros((n_opt, nT))
+            j0 = int(np.searchsorted(roots, f_pos[d1]))
+            stack = [(0, nT - 1, -1, nT)]
+            pick = j0 if j0 < nT and roots[j0] == f_pos[d1] else nT // 2
+            while True:
+                if pick >= 0:
+                    if self._out_of_time():
+                        break
+                    self.counts[0] += 1
+                    lo, hi, a, b = stack.pop()
+                    lbL, lbR = self._side_bounds(LL, RR, cw, a, b, pick, pick, monotone, lipschitz)
+                    lbL, lbR = lbL[:, 0].copy(), lbR[:, 0].copy()
+                    here = root(d1, int(roots[pick]), lbL, lbR)
+                    LL[:, pick], RR[:, pick] = lbL, lbR
+                    if here is not None and here[0] < bound and (
+                            best is None or (here[0], here[1], d1, pick) < (best[0], best[1], *best[3])):
+                        best = (here[0], here[1], here[3], (d1, int(roots[pick])))
+                    if top and self.progress is not None:
+                        self.progress(int(self.counts[0]), int(self.counts[1]), math.inf if best is None else best[0])
+                    if best is not None and best[0] <= 0.0:
+                        break
+                    stack += [(lo, pick - 1, a, pick), (pick + 1, hi, pick, b)]
+                    pick = -1
+                if not stack:
                     break
-                self.counts[0] += 1
-                here, lower = root(d1, int(t), math.inf if last_w is None else cw[t] - last_w)
-                last, last_w = (lower if lower < math.inf else -math.inf), cw[t]
-                if here is not None and here[0] < bound and (best is None or here[:2] < best[:2]):
-                    best = here[:2] + (here[3], 0)
-                if top and self.progress is not None:
-                    self.progress(int(self.counts[0]), int(self.counts[1]), math.inf if best is None else best[0])
-            if self.stopped:
+                lo, hi, a, b = stack.pop()
+                if lo > hi:
+                    continue
+                lbL, lbR = self._side_bounds(LL, RR, cw, a, b, lo, hi, monotone, lipschitz)
+                alive = np.flatnonzero((lbL + lbR).min(axis=0) < ub())
+                if alive.size == 0:
+                    continue
+                f, g = lo + int(alive[0]), lo + int(alive[-1])
+                pick = (f + g) // 2
+                stack.append((f, g, a, b))
+            if self.stopped or (best is not None and best[0] <= 0.0):
                 break
-        if self.stopped and greedy is not None and (best is None or greedy[:2] < best[:2]):
-            best = greedy[:2] + (greedy[3], 0)
         if best is None:
             return None
         return best[0], best[1], best[2]
+
+    @staticmethod
+    def _side_bounds(LL, RR, cw, a, b, lo, hi, monotone, lipschitz):
+        """Lower bounds, per option, on the side costs of roots ``lo .. hi`` from the evaluated roots
+        ``a < lo`` and ``b > hi`` (-1, ``nT``: none): the left optimum does not fall and the right one does
+        not grow as the threshold moves right (``monotone``), and each changes by at most the weight of
+        the moved points (``lipschitz``, 0-1 loss)."""
+        n_opt, nT = LL.shape
+        width = hi - lo + 1
+        bl = np.zeros((n_opt, width))
+        br = np.zeros((n_opt, width))
+        if monotone:
+            if a >= 0:
+                bl += LL[:, a:a + 1]
+            if b < nT:
+                br += RR[:, b:b + 1]
+        if lipschitz:
+            here = cw[lo:hi + 1]
+            if b < nT:
+                bl = np.maximum(bl, LL[:, b:b + 1] - (cw[b] - here)[None, :])
+            if a >= 0:
+                br = np.maximum(br, RR[:, a:a + 1] - (here - cw[a])[None, :])
+        return bl, br
 
 
 def _rule_index(X: np.ndarray, d: int, v: float, region: np.ndarray) -> int:

@@ -113,132 +113,164 @@ def _sse(sw, swy, swyy):
 
 
 @njit(cache=True)
-def scan_root(ords, vals, m, d1, t1, side, label, weight, target, mode, n_stats, nmin, want, work, pos):
-    """Leaf costs and best single splits of both sides of the root ``x_d1 <= vals[d1, t1]``.
+def sorted_columns(ords, vals, m, label, weight, target):
+    """Per feature, the labels, weights and targets of the points in sorted order, and ``brk[d, u]``:
+    whether a threshold lies after sorted position ``u`` (the next value differs)."""
+    D = ords.shape[0]
+    lab = np.empty((D, m), dtype=np.int64)
+    w = np.empty((D, m))
+    y = np.empty((D, m))
+    brk = np.zeros((D, m), dtype=np.bool_)
+    for d in range(D):
+        for u in range(m):
+            i = ords[d, u]
+            lab[d, u] = label[i]
+            w[d, u] = weight[i]
+            y[d, u] = target[i]
+            if u < m - 1 and vals[d, u] != vals[d, u + 1]:
+                brk[d, u] = True
+    return lab, w, y, brk
 
-    Returns ``(leafL, leafR, sL, sR)`` (inf where infeasible); with ``want``
-    False the splits are not searched (``sL = sR = inf``).  ``pos`` receives
-    ``(dL, tL, dR, tR)``: the feature and sorted position (in ``ords``) of each
-    side's best split, whose rule is ``x_d <= vals[d, t]``.  ``side`` (one byte
-    per training point) is left marking the sides (0 left, 1 right).  The hot
-    loops are written out (no helper taking arrays: its reference counting
-    would cost more than the loop body).
+
+@njit(cache=True, inline="always")
+def _split_cost(pre, tot, lo, n_stats, mode, pw, tw):
+    """Cost of a side cut in two: prefix statistics ``pre[lo:lo + n_stats]`` (weight ``pw``) and the rest
+    of ``tot[lo:lo + n_stats]`` (weight ``tw - pw``)."""
+    if mode == 2:
+        return (_sse(pre[lo], pre[lo + 1], pre[lo + 2])
+                + _sse(tot[lo] - pre[lo], tot[lo + 1] - pre[lo + 1], tot[lo + 2] - pre[lo + 2]))
+    m1 = 0.0
+    m2 = 0.0
+    for s in range(n_stats):
+        a = pre[lo + s]
+        b = tot[lo + s] - a
+        if a > m1:
+            m1 = a
+        if b > m2:
+            m2 = b
+    return max(pw - m1, 0.0) + max(tw - pw - m2, 0.0)
+
+
+@njit(cache=True)
+def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, work, out, pos):
+    """Both sides of the root ``x_d1 <= vals[d1, t1]`` as depth-<=1 problems, in one pass per feature.
+
+    ``rank[i]`` is point ``i``'s position in ``ords[d1]`` (a point goes left iff
+    ``rank[i] <= t1``).  ``out`` receives ``(leafL, leafR, splitL, splitR,
+    rleafL, rleafR, rsplitL, rsplitR)``: each side's leaf cost and best single
+    split under ``min_samples_leaf`` (inf where infeasible), then the same
+    without the leaf-size constraint (the relaxation whose values the bounds
+    use).  With ``want`` False no split is searched (inf).  ``pos`` receives
+    ``(dL, tL, dR, tR)``, each side's best split as (feature, sorted position).
+    The loops are written out (helpers taking arrays in the innermost loop cost
+    more than its body) and stop once both sides are pure.
     """
     D = ords.shape[0]
     tot = work[0]
     pre = work[1]
-    col1 = ords[d1]
-    for u in range(m):
-        side[col1[u]] = 0 if u <= t1 else 1
+    S = n_stats
     nL = t1 + 1
     nR = m - nL
-    for s in range(2 * n_stats):
+    for s in range(2 * S):
         tot[s] = 0.0
+    twL = 0.0
+    twR = 0.0
     for u in range(m):
-        i = col1[u]
-        lo = 0 if u <= t1 else n_stats
+        lo = 0 if u <= t1 else S
         if mode == 2:
-            w = weight[i]
-            y = target[i]
-            tot[lo] += w
-            tot[lo + 1] += w * y
-            tot[lo + 2] += w * y * y
+            ww = w[d1, u]
+            yy = y[d1, u]
+            tot[lo] += ww
+            tot[lo + 1] += ww * yy
+            tot[lo + 2] += ww * yy * yy
         else:
-            tot[lo + label[i]] += weight[i]
-    leafL = _cost_at(tot, 0, n_stats, mode) if nL >= nmin else np.inf
-    leafR = _cost_at(tot, n_stats, n_stats, mode) if nR >= nmin else np.inf
-    sL = np.inf
-    sR = np.inf
+            tot[lo + lab[d1, u]] += w[d1, u]
+        if u <= t1:
+            twL += w[d1, u]
+        else:
+            twR += w[d1, u]
+    rleafL = _cost_at(tot, 0, S, mode)
+    rleafR = _cost_at(tot, S, S, mode)
+    out[0] = rleafL if nL >= nmin else np.inf
+    out[1] = rleafR if nR >= nmin else np.inf
+    out[4] = rleafL
+    out[5] = rleafR
+    bL = np.inf
+    bR = np.inf
+    rbL = np.inf
+    rbR = np.inf
     for s in range(4):
         pos[s] = -1
-    if not want:
-        return leafL, leafR, sL, sR
-    totL = 0.0
-    totR = 0.0
-    if mode != 2:
-        for s in range(n_stats):
-            totL += tot[s]
-            totR += tot[n_stats + s]
-    for d2 in range(D):
-        col = ords[d2]
-        xcol = vals[d2]
-        for s in range(2 * n_stats):
-            pre[s] = 0.0
-        cL = 0
-        cR = 0
-        sumL = 0.0
-        sumR = 0.0
-        doneL = -1  # the left prefix size last evaluated (each prefix is evaluated once)
-        doneR = -1
-        for t in range(m - 1):
-            i = col[t]
-            sd = side[i]
-            if mode == 2:
-                w = weight[i]
-                y = target[i]
-                lo = 0 if sd == 0 else 3
-                pre[lo] += w
-                pre[lo + 1] += w * y
-                pre[lo + 2] += w * y * y
-            elif sd == 0:
-                pre[label[i]] += weight[i]
-                sumL += weight[i]
-            else:
-                pre[n_stats + label[i]] += weight[i]
-                sumR += weight[i]
-            if sd == 0:
-                cL += 1
-            else:
-                cR += 1
-            if xcol[t] == xcol[t + 1]:
-                continue
-            if cL != doneL and cL >= nmin and nL - cL >= nmin and cL < nL:
-                doneL = cL
-                if mode == 2:
-                    c = (_sse(pre[0], pre[1], pre[2])
-                         + _sse(tot[0] - pre[0], tot[1] - pre[1], tot[2] - pre[2]))
+    if want and (rleafL > 0.0 or rleafR > 0.0):
+        relax = nmin >= 2
+        for d2 in range(D):
+            for s in range(2 * S):
+                pre[s] = 0.0
+            pwL = 0.0
+            pwR = 0.0
+            cL = 0
+            cR = 0
+            dirtyL = False
+            dirtyR = False
+            for u in range(m - 1):
+                i = ords[d2, u]
+                ww = w[d2, u]
+                if rank[i] <= t1:
+                    if mode == 2:
+                        yy = y[d2, u]
+                        pre[0] += ww
+                        pre[1] += ww * yy
+                        pre[2] += ww * yy * yy
+                    else:
+                        pre[lab[d2, u]] += ww
+                    pwL += ww
+                    cL += 1
+                    dirtyL = True
                 else:
-                    m1 = 0.0
-                    m2 = 0.0
-                    for s in range(n_stats):
-                        a = pre[s]
-                        b = tot[s] - a
-                        if a > m1:
-                            m1 = a
-                        if b > m2:
-                            m2 = b
-                    c = max(sumL - m1, 0.0) + max(totL - sumL - m2, 0.0)
-                if c < sL:
-                    sL = c
-                    pos[0] = d2
-                    pos[1] = t
-            if cR != doneR and cR >= nmin and nR - cR >= nmin and cR < nR:
-                doneR = cR
-                if mode == 2:
-                    c = (_sse(pre[3], pre[4], pre[5])
-                         + _sse(tot[3] - pre[3], tot[4] - pre[4], tot[5] - pre[5]))
-                else:
-                    m1 = 0.0
-                    m2 = 0.0
-                    for s in range(n_stats):
-                        a = pre[n_stats + s]
-                        b = tot[n_stats + s] - a
-                        if a > m1:
-                            m1 = a
-                        if b > m2:
-                            m2 = b
-                    c = max(sumR - m1, 0.0) + max(totR - sumR - m2, 0.0)
-                if c < sR:
-                    sR = c
-                    pos[2] = d2
-                    pos[3] = t
-    return leafL, leafR, sL, sR
+                    if mode == 2:
+                        yy = y[d2, u]
+                        pre[S] += ww
+                        pre[S + 1] += ww * yy
+                        pre[S + 2] += ww * yy * yy
+                    else:
+                        pre[S + lab[d2, u]] += ww
+                    pwR += ww
+                    cR += 1
+                    dirtyR = True
+                if not brk[d2, u]:
+                    continue
+                if dirtyL:
+                    dirtyL = False
+                    if cL < nL:
+                        c = _split_cost(pre, tot, 0, S, mode, pwL, twL)
+                        if c < rbL:
+                            rbL = c
+                        if c < bL and (not relax or (cL >= nmin and nL - cL >= nmin)):
+                            bL = c
+                            pos[0] = d2
+                            pos[1] = u
+                if dirtyR:
+                    dirtyR = False
+                    if cR < nR:
+                        c = _split_cost(pre, tot, S, S, mode, pwR, twR)
+                        if c < rbR:
+                            rbR = c
+                        if c < bR and (not relax or (cR >= nmin and nR - cR >= nmin)):
+                            bR = c
+                            pos[2] = d2
+                            pos[3] = u
+            if (rleafL <= 0.0 or rbL <= 0.0) and (rleafR <= 0.0 or rbR <= 0.0) and not relax:
+                break
+    out[2] = bL
+    out[3] = bR
+    out[6] = rbL
+    out[7] = rbR
 
 
 @njit(cache=True)
 def _root_candidate(leafL, leafR, sL, sR, max_k):
     """The first minimiser of (cost, splits) under one root: ``(cost, k, which)`` with ``which``
-    0: both leaves, 1: left split, 2: right split, 3: both split; ``a`` the cost (at most max_k)."""
+    0: both leaves, 1: left split, 2: right split, 3: both split (at most ``max_k`` splits)."""
     c = leafL + leafR
     k = 1
     which = 0
@@ -262,49 +294,202 @@ def _root_candidate(leafL, leafR, sL, sR, max_k):
     return c, k, which
 
 
-@njit(cache=True)
-def depth2_search(ords, vals, m, label, weight, target, mode, n_stats, nmin, max_k, d_lo, d_hi, lipschitz, eps,
-                  side, state, rec, counts):
-    """Search the roots of features ``d_lo .. d_hi - 1`` for the best tree of depth <= 2 with at
-    most ``max_k`` (1 to 3) splits (see the module).
+@njit(cache=True, inline="always")
+def _pair_bound(l0, l1, r0, r1, max_k):
+    """Least root cost from lower bounds on each side's leaf (``l0``, ``r0``) and best tree with at most
+    one split (``l1``, ``r1``)."""
+    if max_k >= 3:
+        return l1 + r1
+    if max_k == 2:
+        return min(l0 + r1, l1 + r0)
+    return l0 + r0
 
-    ``state = [best cost, best k, bound]`` is read and updated: a root
-    replaces the best when its ``(cost, k)`` is smaller (so the first
-    minimiser in order wins) and its cost is below ``bound``; roots whose
-    similarity bound reaches ``min(bound, best + eps)`` are skipped when
-    ``lipschitz``.  ``rec = (d1, t1, dL, tL, dR, tR)`` is the best tree's
-    rules as (feature, sorted position) pairs, -1 for a leaf side.
+
+@njit(cache=True)
+def _try_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k, state, rec, work, out, pos):
+    """Evaluate one root and keep it when it beats the best on ``(cost, splits, feature, position)``."""
+    eval_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k >= 2, work, out, pos)
+    c, k, which = _root_candidate(out[0], out[1], out[2], out[3], max_k)
+    if c < state[2] and (c < state[0] or (c == state[0] and (k < state[1] or (
+            k == state[1] and (d1 < rec[0] or (d1 == rec[0] and t < rec[1])))))):
+        state[0] = c
+        state[1] = k
+        rec[0] = d1
+        rec[1] = t
+        rec[2] = pos[0] if which == 1 or which == 3 else -1
+        rec[3] = pos[1] if which == 1 or which == 3 else -1
+        rec[4] = pos[2] if which == 2 or which == 3 else -1
+        rec[5] = pos[3] if which == 2 or which == 3 else -1
+
+
+@njit(cache=True)
+def feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin):
+    """Per feature, the cost and sorted position of its best single split (inf, -1 where none)."""
+    D = ords.shape[0]
+    S = n_stats
+    tot = np.zeros(S)
+    tw = 0.0
+    for u in range(m):
+        if mode == 2:
+            tot[0] += w[0, u]
+            tot[1] += w[0, u] * y[0, u]
+            tot[2] += w[0, u] * y[0, u] * y[0, u]
+        else:
+            tot[lab[0, u]] += w[0, u]
+        tw += w[0, u]
+    pre = np.zeros(S)
+    cost = np.full(D, np.inf)
+    where = np.full(D, -1, dtype=np.int64)
+    for d in range(D):
+        for s in range(S):
+            pre[s] = 0.0
+        pw = 0.0
+        for u in range(m - 1):
+            if mode == 2:
+                pre[0] += w[d, u]
+                pre[1] += w[d, u] * y[d, u]
+                pre[2] += w[d, u] * y[d, u] * y[d, u]
+            else:
+                pre[lab[d, u]] += w[d, u]
+            pw += w[d, u]
+            if not brk[d, u] or u + 1 < nmin or m - u - 1 < nmin:
+                continue
+            c = _split_cost(pre, tot, 0, S, mode, pw, tw)
+            if c < cost[d]:
+                cost[d] = c
+                where[d] = u
+    return cost, where
+
+
+@njit(cache=True)
+def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, monotone, eps,
+                    state, rec, counts):
+    """Search the roots of features ``feats`` for the best tree of depth <= 2 with at most ``max_k``
+    (1 to 3) splits (see the module).
+
+    Per feature, the roots (thresholds between distinct values, both sides at
+    least ``nmin`` points) are searched by bisection over intervals whose end
+    roots are evaluated: feature ``feats[q]``'s root at sorted position
+    ``first[q]`` first (its best single split), then the middle of each
+    interval of roots that the bounds do not discard.  ``state = [best cost,
+    best k, bound]`` is read and updated (only trees of cost ``< bound``);
+    ``rec = (d1, t1, dL, tL, dR, tR)``.  The search stops at a tree of cost 0.
     ``counts[0]`` += roots evaluated, ``counts[1]`` += roots considered.
     """
-    work = np.zeros((3, 2 * n_stats))
+    D = ords.shape[0]
+    N = 0
+    for u in range(m):
+        if ords[0, u] + 1 > N:
+            N = ords[0, u] + 1
+    rank = np.empty(N, dtype=np.int64)
+    work = np.zeros((2, 2 * n_stats))
+    out = np.empty(8)
     pos = np.empty(4, dtype=np.int64)
-    for d1 in range(d_lo, d_hi):
-        col = ords[d1]
-        xs = vals[d1]
-        last = -np.inf  # a(t) of the last evaluated root: a lower bound carried forward with -w(M)
-        moved = 0.0
-        for t in range(m - 1):
-            moved += weight[col[t]]
-            if xs[t] == xs[t + 1]:
+    roots = np.empty(m, dtype=np.int64)
+    cw = np.empty(m)
+    l0 = np.empty(m)
+    l1 = np.empty(m)
+    r0 = np.empty(m)
+    r1 = np.empty(m)
+    stack = np.empty((m + 2, 4), dtype=np.int64)
+    for q in range(feats.shape[0]):
+        if state[0] <= 0.0:
+            return
+        d1 = feats[q]
+        nT = 0
+        acc = 0.0
+        for u in range(m):
+            rank[ords[d1, u]] = u
+            acc += w[d1, u]
+            cw[u] = acc
+            if brk[d1, u] and u + 1 >= nmin and m - u - 1 >= nmin:
+                roots[nT] = u
+                nT += 1
+        counts[1] += nT
+        if nT == 0:
+            continue
+        # the feature's best single split first, then bisection of the intervals around it
+        j0 = nT // 2
+        for j in range(nT):
+            if roots[j] == first[q]:
+                j0 = j
+        # a stack of intervals of unevaluated roots [lo, hi] with their evaluated neighbours a < lo, b > hi
+        # (-1 and nT: none); the feature's best single split is evaluated first
+        top = 0
+        stack[0, 0] = 0
+        stack[0, 1] = nT - 1
+        stack[0, 2] = -1
+        stack[0, 3] = nT
+        pick = j0
+        while True:
+            if pick >= 0:
+                t = roots[pick]
+                counts[0] += 1
+                _try_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k, state, rec, work, out,
+                          pos)
+                if state[0] <= 0.0:
+                    return
+                l0[pick] = out[4]
+                r0[pick] = out[5]
+                l1[pick] = min(out[4], out[6])
+                r1[pick] = min(out[5], out[7])
+                # the two halves replace the interval on the stack
+                hi = stack[top, 1]
+                b = stack[top, 3]
+                stack[top, 1] = pick - 1
+                stack[top, 3] = pick
+                top += 1
+                stack[top, 0] = pick + 1
+                stack[top, 1] = hi
+                stack[top, 2] = pick
+                stack[top, 3] = b
+                pick = -1
+            if top < 0:
+                break
+            lo = stack[top, 0]
+            hi = stack[top, 1]
+            a = stack[top, 2]
+            b = stack[top, 3]
+            top -= 1
+            if lo > hi:
                 continue
-            counts[1] += 1
-            if lipschitz and last - moved >= min(state[2], state[0] + eps):
+            # lower bounds of the interval's roots from its evaluated neighbours
+            ub = min(state[2], state[0] + eps)
+            f = -1
+            g = -1
+            for j in range(lo, hi + 1):
+                bl0 = 0.0
+                bl1 = 0.0
+                br0 = 0.0
+                br1 = 0.0
+                if monotone:
+                    if a >= 0:
+                        bl0 = l0[a]
+                        bl1 = l1[a]
+                    if b < nT:
+                        br0 = r0[b]
+                        br1 = r1[b]
+                if lipschitz:
+                    if b < nT:
+                        mv = cw[roots[b]] - cw[roots[j]]
+                        bl0 = max(bl0, l0[b] - mv)
+                        bl1 = max(bl1, l1[b] - mv)
+                    if a >= 0:
+                        mv = cw[roots[j]] - cw[roots[a]]
+                        br0 = max(br0, r0[a] - mv)
+                        br1 = max(br1, r1[a] - mv)
+                if _pair_bound(bl0, bl1, br0, br1, max_k) < ub:
+                    if f < 0:
+                        f = j
+                    g = j
+            if f < 0:
                 continue
-            counts[0] += 1
-            leafL, leafR, sL, sR = scan_root(ords, vals, m, d1, t, side, label, weight, target, mode, n_stats,
-                                             nmin, max_k >= 2, work, pos)
-            c, k, which = _root_candidate(leafL, leafR, sL, sR, max_k)
-            last = c if c < np.inf else -np.inf
-            moved = 0.0
-            if c < state[2] and (c < state[0] or (c == state[0] and k < state[1])):
-                state[0] = c
-                state[1] = k
-                rec[0] = d1
-                rec[1] = t
-                rec[2] = pos[0] if which == 1 or which == 3 else -1
-                rec[3] = pos[1] if which == 1 or which == 3 else -1
-                rec[4] = pos[2] if which == 2 or which == 3 else -1
-                rec[5] = pos[3] if which == 2 or which == 3 else -1
+            pick = (f + g) // 2
+            top += 1
+            stack[top, 0] = f
+            stack[top, 1] = g
+            stack[top, 2] = a
+            stack[top, 3] = b
 
 
 @njit(cache=True)
