@@ -172,10 +172,11 @@ def test_applies_only_to_at_most_k_axis_requests():
 
 
 def test_deadline_returns_a_valid_tree_not_certified():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(400, 6))
+    rng = np.random.default_rng(3)  # a request that takes seconds (not 0.3 s) even on an idle machine
+    X = rng.normal(size=(1500, 8))
     y = ((X[:, 0] > 0) ^ (X[:, 1] > 0) ^ (X[:, 2] > 0.5)).astype(int)
-    obj = make_objective(400, labels=y, n_classes=2)
+    y[rng.random(1500) < 0.2] ^= 1
+    obj = make_objective(1500, labels=y, n_classes=2)
     t0 = time.perf_counter()
     sol = solve_axis(X, obj, 7, nmin=1, depth=3, deadline=t0 + 0.3)
     assert time.perf_counter() - t0 < 0.3 + 2.0

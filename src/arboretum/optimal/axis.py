@@ -203,27 +203,40 @@ class _Search:
         def ub() -> float:
             return bound if best is None else min(bound, best[0] + self.eps)
 
-        def root(d1: int, t: int, lbL: np.ndarray, lbR: np.ndarray):
+        def root(d1: int, t: int, lbL: np.ndarray, lbR: np.ndarray, hL: float, hR: float):
             """The best tree under root (d1, t) with cost below ub() (or None); ``lbL``/``lbR`` (per
-            budget option) hold lower bounds on its sides' costs and are raised to what is proved."""
+            budget option) hold lower bounds on its sides' costs and are raised to what is proved.
+
+            Each side is solved below a bound raised by ``hL`` (``hR``): the weight that moves between
+            this root and the farthest root of its interval on that side, so that a side found worse
+            than needed still proves enough to discard the interval (ConTree's interval half distance).
+            The larger side is solved first (ConTree's order: the smaller one then gets a tighter bound).
+            """
             oL, vL, oR, vR = split_subset(ords, vals, m, d1, t, self.side)
+            left_first = oL.shape[1] >= oR.shape[1]
             here = None
             u = ub()
             for o, (k1, k2) in enumerate(options):
                 if lbL[o] + lbR[o] >= u:
                     continue
-                rl = self.solve(oL, vL, k1, dd, u - lbR[o])
-                if rl is None:
-                    lbL[o] = max(lbL[o], u - lbR[o])
+                first = (oL, vL, k1, lbL, lbR, hL) if left_first else (oR, vR, k2, lbR, lbL, hR)
+                second = (oR, vR, k2, lbR, lbL, hR) if left_first else (oL, vL, k1, lbL, lbR, hL)
+                found = []
+                for sub_o, sub_v, kk, lb_me, lb_other, h in (first, second):
+                    cap = u - lb_other[o]
+                    if cap <= lb_me[o]:
+                        break
+                    r = self.solve(sub_o, sub_v, kk, dd, cap + h)
+                    if r is None:
+                        lb_me[o] = max(lb_me[o], cap + h)
+                        break
+                    lb_me[o] = r[0]
+                    found.append(r)
+                if len(found) < 2:
                     continue
-                lbL[o] = rl[0]
-                rr = self.solve(oR, vR, k2, dd, u - rl[0])
-                if rr is None:
-                    lbR[o] = max(lbR[o], u - rl[0])
-                    continue
-                lbR[o] = rr[0]
+                rl, rr = found if left_first else found[::-1]
                 cand = (rl[0] + rr[0], 1 + rl[1] + rr[1], k1, (d1, float(vals[d1, t]), rl[2], rr[2]))
-                if here is None or cand[:3] < here[:3]:
+                if cand[0] < u and (here is None or cand[:3] < here[:3]):
                     here = cand
                     u = min(u, cand[0] + self.eps)
                     if cand[0] <= 0.0:
@@ -252,7 +265,9 @@ class _Search:
                     lo, hi, a, b = stack.pop()
                     lbL, lbR = self._side_bounds(LL, RR, cw, a, b, pick, pick, monotone, lipschitz)
                     lbL, lbR = lbL[:, 0].copy(), lbR[:, 0].copy()
-                    here = root(d1, int(roots[pick]), lbL, lbR)
+                    hL = float(cw[pick] - cw[lo]) if lipschitz else 0.0
+                    hR = float(cw[hi] - cw[pick]) if lipschitz else 0.0
+                    here = root(d1, int(roots[pick]), lbL, lbR, hL, hR)
                     LL[:, pick], RR[:, pick] = lbL, lbR
                     if here is not None and here[0] < bound and (
                             best is None or (here[0], here[1], d1, pick) < (best[0], best[1], *best[3])):

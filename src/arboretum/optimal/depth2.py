@@ -203,64 +203,115 @@ def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, 
         pos[s] = -1
     if want and (rleafL > 0.0 or rleafR > 0.0):
         relax = nmin >= 2
-        for d2 in range(D):
-            for s in range(2 * S):
-                pre[s] = 0.0
-            pwL = 0.0
-            pwR = 0.0
-            cL = 0
-            cR = 0
-            dirtyL = False
-            dirtyR = False
-            for u in range(m - 1):
-                i = ords[d2, u]
-                ww = w[d2, u]
-                if rank[i] <= t1:
-                    if mode == 2:
-                        yy = y[d2, u]
-                        pre[0] += ww
-                        pre[1] += ww * yy
-                        pre[2] += ww * yy * yy
+        if mode != 2 and S == 2 and not relax:
+            tL0 = tot[0]
+            tL1 = tot[1]
+            tR0 = tot[2]
+            tR1 = tot[3]
+            for d2 in range(D):
+                a0 = 0.0
+                a1 = 0.0
+                b0 = 0.0
+                b1 = 0.0
+                cL = 0
+                cR = 0
+                dL = False
+                dR = False
+                for u in range(m - 1):
+                    i = ords[d2, u]
+                    ww = w[d2, u]
+                    one = ww * lab[d2, u]
+                    if rank[i] <= t1:
+                        a0 += ww - one
+                        a1 += one
+                        cL += 1
+                        dL = True
                     else:
-                        pre[lab[d2, u]] += ww
-                    pwL += ww
-                    cL += 1
-                    dirtyL = True
-                else:
-                    if mode == 2:
-                        yy = y[d2, u]
-                        pre[S] += ww
-                        pre[S + 1] += ww * yy
-                        pre[S + 2] += ww * yy * yy
+                        b0 += ww - one
+                        b1 += one
+                        cR += 1
+                        dR = True
+                    if not brk[d2, u]:
+                        continue
+                    if dL:
+                        dL = False
+                        if cL < nL:
+                            c = min(a0, a1) + min(tL0 - a0, tL1 - a1)
+                            if c < bL:
+                                bL = c
+                                pos[0] = d2
+                                pos[1] = u
+                    if dR:
+                        dR = False
+                        if cR < nR:
+                            c = min(b0, b1) + min(tR0 - b0, tR1 - b1)
+                            if c < bR:
+                                bR = c
+                                pos[2] = d2
+                                pos[3] = u
+                if (rleafL <= 0.0 or bL <= 0.0) and (rleafR <= 0.0 or bR <= 0.0):
+                    break
+            rbL = bL
+            rbR = bR
+        else:
+            for d2 in range(D):
+                for s in range(2 * S):
+                    pre[s] = 0.0
+                pwL = 0.0
+                pwR = 0.0
+                cL = 0
+                cR = 0
+                dirtyL = False
+                dirtyR = False
+                for u in range(m - 1):
+                    i = ords[d2, u]
+                    ww = w[d2, u]
+                    if rank[i] <= t1:
+                        if mode == 2:
+                            yy = y[d2, u]
+                            pre[0] += ww
+                            pre[1] += ww * yy
+                            pre[2] += ww * yy * yy
+                        else:
+                            pre[lab[d2, u]] += ww
+                        pwL += ww
+                        cL += 1
+                        dirtyL = True
                     else:
-                        pre[S + lab[d2, u]] += ww
-                    pwR += ww
-                    cR += 1
-                    dirtyR = True
-                if not brk[d2, u]:
-                    continue
-                if dirtyL:
-                    dirtyL = False
-                    if cL < nL:
-                        c = _split_cost(pre, tot, 0, S, mode, pwL, twL)
-                        if c < rbL:
-                            rbL = c
-                        if c < bL and (not relax or (cL >= nmin and nL - cL >= nmin)):
-                            bL = c
-                            pos[0] = d2
-                            pos[1] = u
-                if dirtyR:
-                    dirtyR = False
-                    if cR < nR:
-                        c = _split_cost(pre, tot, S, S, mode, pwR, twR)
-                        if c < rbR:
-                            rbR = c
-                        if c < bR and (not relax or (cR >= nmin and nR - cR >= nmin)):
-                            bR = c
-                            pos[2] = d2
-                            pos[3] = u
-            if (rleafL <= 0.0 or rbL <= 0.0) and (rleafR <= 0.0 or rbR <= 0.0) and not relax:
-                break
+                        if mode == 2:
+                            yy = y[d2, u]
+                            pre[S] += ww
+                            pre[S + 1] += ww * yy
+                            pre[S + 2] += ww * yy * yy
+                        else:
+                            pre[S + lab[d2, u]] += ww
+                        pwR += ww
+                        cR += 1
+                        dirtyR = True
+                    if not brk[d2, u]:
+                        continue
+                    if dirtyL:
+                        dirtyL = False
+                        if cL < nL:
+                            c = _split_cost(pre, tot, 0, S, mode, pwL, twL)
+                            if c < rbL:
+                                rbL = c
+                            if c < bL and (not relax or (cL >= nmin and nL - cL >= nmin)):
+                                bL = c
+                                pos[0] = d2
+                                pos[1] = u
+                    if dirtyR:
+                        dirtyR = False
+                        if cR < nR:
+                            c = _split_cost(pre, tot, S, S, mode, pwR, twR)
+                            if c < rbR:
+                                rbR = c
+                            if c < bR and (not relax or (cR >= nmin and nR - cR >= nmin)):
+                                bR = c
+                                pos[2] = d2
+                                pos[3] = u
+                if (rleafL <= 0.0 or rbL <= 0.0) and (rleafR <= 0.0 or rbR <= 0.0) and not relax:
+                    break
     out[2] = bL
     out[3] = bR
     out[6] = rbL
