@@ -48,8 +48,8 @@ from typing import Callable
 
 import numpy as np
 
-from .depth2 import (best_single_root, depth2_features, feature_best_splits, leaf_of, sorted_columns,
-                     split_subset)
+from .depth2 import (best_single_root, depth2_features, depth2_prepare, feature_best_splits, leaf_of,
+                     sorted_columns, split_subset)
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_axis"]
@@ -82,7 +82,7 @@ class _Search:
         self.nmin = int(nmin)
         self.lipschitz = self.mode == 1
         scale = float(self.weight.sum()) if self.mode == 1 else float(np.dot(self.weight, self.target ** 2)) + 1.0
-        self.eps = 1e-9 * max(scale, 1e-300)
+        self.gain = 1e-9 * max(scale, 1e-300)  # the least improvement looked for (ties: first found)
         self.deadline = deadline
         self.progress = progress
         self.side = np.zeros(N, dtype=np.int8)
@@ -157,18 +157,15 @@ class _Search:
         rec = np.full(6, -1, dtype=np.int64)
         if state[0] <= 0.0:
             return state[0], 0, None
-        lab, w, y, brk = sorted_columns(ords, vals, m, self.label, self.weight, self.target)
+        # features with a good single split first (a good bound early), each from its best single split
+        lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, *args, self.nmin)
         cols = (lab, w, y, brk, self.mode, self.n_stats, self.nmin)
-        f_cost, f_pos = feature_best_splits(ords, m, *cols)
-        feats = np.argsort(f_cost, kind="stable")  # features with a good single split first: a good bound early
-        feats = feats[np.isfinite(f_cost[feats])]
         step = max(1, min(D, _KERNEL_CHUNK // max(1, m * m)))
         for lo in range(0, feats.shape[0], step):
             if self._out_of_time() or state[0] <= 0.0:
                 break
-            chunk = feats[lo:lo + step]
-            depth2_features(ords, m, *cols, max_k, chunk, f_pos[chunk], self.lipschitz, True, self.eps, state, rec,
-                            self.counts)
+            depth2_features(ords, m, *cols, max_k, feats[lo:lo + step], first[lo:lo + step], self.lipschitz, True,
+                            self.gain, state, rec, self.counts)
         if state[1] < 0 or not state[0] < bound:
             return None
         if state[1] == 0:
@@ -201,7 +198,7 @@ class _Search:
         lipschitz = self.lipschitz and monotone
 
         def ub() -> float:
-            return bound if best is None else min(bound, best[0] + self.eps)
+            return bound if best is None else min(bound, best[0] - self.gain)
 
         def root(d1: int, t: int, lbL: np.ndarray, lbR: np.ndarray, hL: float, hR: float):
             """The best tree under root (d1, t) with cost below ub() (or None); ``lbL``/``lbR`` (per
@@ -238,7 +235,7 @@ class _Search:
                 cand = (rl[0] + rr[0], 1 + rl[1] + rr[1], k1, (d1, float(vals[d1, t]), rl[2], rr[2]))
                 if cand[0] < u and (here is None or cand[:3] < here[:3]):
                     here = cand
-                    u = min(u, cand[0] + self.eps)
+                    u = min(u, cand[0] - self.gain)
                     if cand[0] <= 0.0:
                         break
             return here
@@ -368,7 +365,7 @@ def solve_axis(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: int
     ords = np.ascontiguousarray(order, dtype=np.int64)
     vals = np.ascontiguousarray(np.take_along_axis(X.T, order, axis=1))
     search = _Search(X, obj, nmin, deadline, progress)
-    bound = math.inf if incumbent is None else incumbent * (1 + 1e-12) + search.eps
+    bound = math.inf if incumbent is None else incumbent * (1 + 1e-12) + search.gain
     res = search.solve(ords, vals, max_splits, depth, bound) if N > 0 else None
     optimal = not search.stopped
     n_eval, n_total = int(search.counts[0]), int(search.counts[1])

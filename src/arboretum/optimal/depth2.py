@@ -413,7 +413,23 @@ def feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin):
 
 
 @njit(cache=True)
-def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, monotone, eps,
+def depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin):
+    """One call's setup of a depth-2 problem: the sorted columns (:func:`sorted_columns`), the root
+    features ordered by their best single split (features with none left out; ties in feature order)
+    and each one's best single split position (searched first)."""
+    lab, w, y, brk = sorted_columns(ords, vals, m, label, weight, target)
+    cost, where = feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin)
+    order = np.argsort(cost, kind="mergesort")
+    n = 0
+    for q in range(order.shape[0]):
+        if cost[order[q]] < np.inf:
+            n += 1
+    feats = order[:n].copy()
+    return lab, w, y, brk, feats, where[feats]
+
+
+@njit(cache=True)
+def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, monotone, gain,
                     state, rec, counts):
     """Search the roots of features ``feats`` for the best tree of depth <= 2 with at most ``max_k``
     (1 to 3) splits (see the module).
@@ -505,7 +521,7 @@ def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, 
             if lo > hi:
                 continue
             # lower bounds of the interval's roots from its evaluated neighbours
-            ub = min(state[2], state[0] + eps)
+            ub = min(state[2], state[0] - gain)
             f = -1
             g = -1
             for j in range(lo, hi + 1):
