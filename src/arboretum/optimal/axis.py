@@ -14,25 +14,34 @@ way, over subsets of the data instead of combinations of rules::
                                  over k1 + k2 = k - 1 (k1, k2 <= 2**(depth-1) - 1),
                              of best(S_left, k1, depth - 1) + best(S_right, k2, depth - 1) )
 
-with the minimum taken on ``(cost, number of splits)`` (ties go to fewer
-splits), then on the first root in (feature, threshold) order, then on the
-first budget split ``k1`` in increasing order.  A trivial split (an empty side)
-never helps under "at most K" (dropping it keeps the cost with one split less),
-so only thresholds between distinct values of ``S`` are tried.
+with the minimum taken on the cost.  A trivial split (an empty side) never
+helps under "at most K" (dropping it keeps the cost with one split less), so
+only thresholds between distinct values of ``S`` are tried.
 
 - When every tree of the request has depth <= 2 (``depth <= 2`` or ``k <= 2``)
-  :func:`arboretum.optimal.depth2.depth2_search` solves ``best`` directly
+  :func:`arboretum.optimal.depth2.depth2_features` solves ``best`` in numba
   (one scan per root split gives both sides' best single split).
+- **Bisection over root thresholds** (ConTree): per feature (features with the
+  best single split first), the feature's best single split is evaluated,
+  then the middle root of each interval of roots the bounds do not discard.
+- **Lower bounds** of :mod:`.depth2` at every level, per budget option
+  ``(k1, k2)``: ``best(S_left, k1, .)`` does not fall as the threshold moves
+  right and ``best(S_right, k2, .)`` does not grow (same proof: a subset's
+  optimum is at most a superset's, for the 0-1 loss and the squared error,
+  ``min_samples_leaf <= 1``), and each changes by at most the weight of the
+  moved points (0-1 loss).  With ``min_samples_leaf >= 2`` this level uses no
+  root bounds (the depth-2 kernel below uses relaxed ones).
 - **Upper bounds**: each call gets ``bound`` and looks only for trees of cost
-  ``< bound`` (else it reports that none exists); a parent passes its best
-  cost so far (plus a hair, so that ties with fewer splits still count) minus
-  what the other side already costs.  The greedy root (best single split) is
-  evaluated first in every call, which gives a good incumbent at once.
-- **Lower bounds**: the similarity bound of :mod:`.depth2` holds at every level
-  (same proof: ``best`` of the left side grows, of the right side falls by at
-  most the weight of the moved points), so roots near a bad root are skipped
-  (weighted 0-1 loss with ``min_samples_leaf <= 1``); a call that found
-  nothing below its bound proves the cost of its problem is at least the bound.
+  ``< bound`` (else it reports that none exists, which proves the bound); a
+  parent passes its best cost so far minus the other side's lower bound.  The
+  larger side is solved first, and each side below a bound raised by the
+  weight that moves between the root and the far end of its interval
+  (ConTree's half distance): a side that is too costly then proves enough to
+  discard the whole interval, not only its root.
+- **Ties**: a root must beat the best cost found (by more than a hair) to be
+  examined, and a (sub)problem stops at a tree of cost 0; among several
+  optimal trees the first found is returned (deterministic).  Every split of
+  the result lowers the cost below a leaf at its node.
 - **Cache**: results per (subset of points, k, depth): the optimum, or the
   lower bound a pruned call proved.
 

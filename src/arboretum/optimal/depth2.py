@@ -3,41 +3,52 @@
 A subset of the training points is held as ``ords[d, :m]`` (its point indices
 in increasing order of feature ``d``) and ``vals[d, :m]`` (their values).  For
 axis-parallel rules a tree of depth <= 2 is a root split and, on each side, a
-leaf or one more split.  :func:`scan_root` evaluates one root split
+leaf or one more split.  :func:`eval_root` evaluates one root split
 ``x_d1 <= vals[d1, t]``: one pass over every feature's sorted order gives, for
 both sides at once, the leaf cost and the best single split, so the best tree
 with 1, 2 or 3 splits under that root (MurTree's and ConTree's depth-2
-specialisation).  :func:`depth2_search` runs over the root splits of one or
-more root features in (feature, threshold) order and skips the roots that a
-bound proves useless:
+specialisation; the binary 0-1 loss has its own loop with the class counts in
+scalars).  :func:`depth2_features` searches the roots of each feature by
+bisection (ConTree's interval search): it evaluates the feature's best single
+split, then the middle root of every interval of roots that the bounds below
+do not discard, and so on.  Let ``L(t)`` and ``R(t)`` be the optima of the two
+sides of the root at threshold position ``t`` (the leaf, or the best tree
+with at most one split), and ``a < t < b`` evaluated roots of the same feature.
 
-**Similarity bound** (ConTree's, MurTree's "similarity lower bound").  Let
-``a(t)`` be the cost of the best tree with at most ``k`` splits and depth <= 2
-whose root is ``x_d1 <= v_t``, and let ``t < t'`` be two roots of the same
-feature; ``M`` are the points that move from the right side to the left.  For
-the weighted 0-1 loss with ``min_samples_leaf <= 1``,
-``a(t') >= a(t) - w(M)``.  Proof: take the best tree under root ``t'`` and
-keep its two subtrees under root ``t``.  The left subtree now sees a subset of
-its points (``L_t`` is ``L_t'`` minus ``M``): its cost cannot grow (each
-leaf's misclassified weight over a subset is at most that over the superset,
-and re-labelling the leaf by its new majority only lowers it).  The right
-subtree sees its points plus ``M``: its cost grows by at most ``w(M)``.  A
-split left with an empty side is dropped (fewer splits, same cost, no deeper,
-and no leaf is empty, so ``min_samples_leaf <= 1`` still holds).  So a tree
-of cost ``<= a(t') + w(M)`` exists under root ``t``.  Hence a root whose
-bound ``a(t) - w(M)`` is at least the best cost found (plus a hair, so that
-ties with fewer splits or earlier rules are still examined) cannot improve on
-it and is skipped.  The bound is valid for every ``k``, so the search also
-skips roots against an external bound ``bound`` (from a parent problem).
-For squared error, or ``min_samples_leaf >= 2``, the bound does not hold and
-no root is skipped (the search is still exact).
+**Monotone bound** (ConTree's sub-interval pruning): ``L(t) >= L(a)`` and
+``R(t) >= R(b)``.  Proof: the left side at ``a`` is a subset of the left side
+at ``t``.  Keep the best tree of the larger set on the subset: every leaf sees
+a subset of its points, and a leaf's cost over a subset is at most its cost
+over the superset, for the weighted 0-1 loss (misclassified weight, then the
+majority re-chosen) and for the weighted squared error (adding a point of
+weight ``w_p`` to a leaf of weight ``W`` and mean ``mu`` adds
+``W w_p / (W + w_p) (y_p - mu)**2 >= 0``); a split left with an empty side is
+dropped (same cost, fewer splits).  So the subset's optimum is at most the
+superset's.  Same on the right.
 
-**Incumbent**: before the ordered scan the best single split (the greedy root)
-is evaluated once, so the skipping starts with a good bound.
+**Similarity bound** (ConTree's neighbourhood pruning, MurTree's similarity
+bound), weighted 0-1 loss: ``L(t) >= L(b) - w(M)`` and ``R(t) >= R(a) -
+w(M')`` where ``M`` (``M'``) are the points between ``t`` and ``b`` (``a`` and
+``t``).  Proof: keep the best tree of the left side at ``t`` for the left side
+at ``b`` (which adds ``M``): each point of ``M`` costs at most its weight.
 
-The result is the first minimiser of ``(cost, number of splits)`` in root
-order (feature, then threshold), then in the order left child before right
-child, which is the tie rule of the former depth-2 solver.
+So every root in ``(a, b)`` costs at least the sum of the two sides' bounds,
+which are combined with the options a root has (leaves or one split per side,
+at most ``max_k`` splits); an interval whose roots all reach the best cost
+found (less a hair ``gain``) or the caller's ``bound`` is discarded whole.
+With ``min_samples_leaf >= 2`` the sides' optima are not monotone (a subset
+may have no feasible split), so the bounds use the same quantities without the
+leaf-size constraint, which :func:`eval_root` computes in the same pass: they
+are lower bounds of the constrained ones and satisfy both properties.
+
+**Ties.** A root must beat the best cost found by more than ``gain`` to be
+examined (ConTree's rule: examining the roots that can only tie cost 2-10x
+more roots on problems of small error), and the search stops at a tree of cost
+0.  So among several optimal trees the first found is returned (the search is
+deterministic); under one root fewer splits win, and a split is only ever
+kept when it lowers the cost below its node's leaf.  ``gain`` is ``1e-9`` of
+the total weight (0-1 loss) or of the weighted squared targets: a tree better
+by less than that is not looked for (none exists for unweighted 0-1 loss).
 """
 
 from __future__ import annotations
@@ -45,7 +56,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["applies", "solve_depth2", "scan_root", "depth2_search", "leaf_of", "split_subset"]
+__all__ = ["applies", "solve_depth2", "eval_root", "depth2_features", "depth2_prepare", "leaf_of", "split_subset"]
 
 
 def applies(split_type: str, max_splits: int, exact: bool, max_depth: int | None) -> bool:

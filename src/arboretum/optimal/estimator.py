@@ -453,7 +453,10 @@ _DOC_PARAMS = """
     max_splits : int, default=3
         ``K``, the number of splitting rules (branch nodes): at most ``K``
         (the best tree with 0, 1, ..., ``K`` splits; ties go to fewer), or
-        exactly ``K`` with ``exact_splits=True``.
+        exactly ``K`` with ``exact_splits=True``.  Axis-parallel "at most
+        ``K``" requests use a branch-and-bound search whose ties go instead to
+        the first optimal tree it finds (deterministic, ConTree's rule), in
+        which every split lowers the cost below a leaf at its node.
     exact_splits : bool, default=False
         Only trees with exactly ``max_splits`` rules (the paper's ``odt_K``);
         then a tree may need an empty leaf, which ``min_samples_leaf=0`` allows.
