@@ -57,8 +57,8 @@ from typing import Callable
 
 import numpy as np
 
-from .depth2 import (best_single_root, depth2_features, depth2_prepare, feature_best_splits, leaf_of,
-                     sorted_columns, split_subset)
+from .depth2 import (best_single_root, depth2_features, depth2_prepare, depth2_solve, feature_best_splits,
+                     leaf_of, sorted_columns, split_subset)
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_axis"]
@@ -161,20 +161,23 @@ class _Search:
     def _depth2(self, ords, vals, max_k, bound):
         m, D = ords.shape[1], ords.shape[0]
         args = self._args()
-        leaf = leaf_of(ords, m, *args, self.nmin)
-        state = np.array([leaf if leaf < bound else math.inf, 0.0 if leaf < bound else -1.0, bound])
+        state = np.array([math.inf, -1.0, bound])
         rec = np.full(6, -1, dtype=np.int64)
-        if state[0] <= 0.0:
-            return state[0], 0, None
-        # features with a good single split first (a good bound early), each from its best single split
-        lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, *args, self.nmin)
-        cols = (lab, w, y, brk, self.mode, self.n_stats, self.nmin)
         step = max(1, min(D, _KERNEL_CHUNK // max(1, m * m)))
-        for lo in range(0, feats.shape[0], step):
-            if self._out_of_time() or state[0] <= 0.0:
-                break
-            depth2_features(ords, m, *cols, max_k, feats[lo:lo + step], first[lo:lo + step], self.lipschitz, True,
-                            self.gain, state, rec, self.counts)
+        if step >= D:  # a small problem: one numba call
+            depth2_solve(ords, vals, m, *args, self.nmin, max_k, self.lipschitz, self.gain, state, rec, self.counts)
+        else:  # features in chunks, so that the deadline is checked
+            leaf = leaf_of(ords, m, *args, self.nmin)
+            if leaf < bound:
+                state[0], state[1] = leaf, 0.0
+            if state[0] > 0.0:
+                lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, *args, self.nmin)
+                cols = (lab, w, y, brk, self.mode, self.n_stats, self.nmin)
+                for lo in range(0, feats.shape[0], step):
+                    if self._out_of_time() or state[0] <= 0.0:
+                        break
+                    depth2_features(ords, m, *cols, max_k, feats[lo:lo + step], first[lo:lo + step],
+                                    self.lipschitz, True, self.gain, state, rec, self.counts)
         if state[1] < 0 or not state[0] < bound:
             return None
         if state[1] == 0:

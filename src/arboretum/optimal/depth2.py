@@ -56,7 +56,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["applies", "solve_depth2", "eval_root", "depth2_features", "depth2_prepare", "leaf_of", "split_subset"]
+__all__ = ["applies", "solve_depth2", "eval_root", "depth2_features", "depth2_prepare", "depth2_solve", "leaf_of",
+           "split_subset"]
 
 
 def applies(split_type: str, max_splits: int, exact: bool, max_depth: int | None) -> bool:
@@ -662,3 +663,20 @@ def solve_depth2(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: i
 
     d = 2 if depth is None else min(depth, 2)
     return solve_axis(X, obj, max_splits, nmin=nmin, depth=d, deadline=deadline)
+
+
+@njit(cache=True)
+def depth2_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, max_k, lipschitz, gain, state, rec,
+                 counts):
+    """A whole depth-2 problem in one call (small problems: no deadline check inside): the leaf, then
+    :func:`depth2_prepare` and :func:`depth2_features` over every feature; ``state[2]`` is the bound
+    and ``state[:2]``, ``rec`` receive the best tree (``state[1] = -1``: none below the bound)."""
+    leaf = leaf_of(ords, m, label, weight, target, mode, n_stats, nmin)
+    if leaf < state[2]:
+        state[0] = leaf
+        state[1] = 0.0
+    if state[0] <= 0.0:
+        return
+    lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin)
+    depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, True, gain, state,
+                    rec, counts)
