@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from arboretum import OptimalTreeClassifier, OptimalTreeRegressor
 from arboretum.optimal import _kernels as K
+from arboretum.optimal import axis as axis_module
 from arboretum.optimal.axis import applies, solve_axis
 from arboretum.optimal.rules import axis_rules
 from arboretum.optimal.solver import make_objective, solve
@@ -112,13 +114,15 @@ def objective(X, labels, target, weight):
 def test_axis_search_matches_brute_force(problem):
     X, labels, target, weight, k, depth, nmin = problem
     obj = objective(X, labels, target, weight)
-    sol = solve_axis(X, obj, k, nmin=nmin, depth=depth)
     ref = brute_force(X, k, depth, nmin, labels, target, weight)
-    if not np.isfinite(ref):
-        assert sol.tree is None and sol.optimal
-        return
-    assert sol.optimal and sol.cost == pytest.approx(ref, abs=1e-7)
-    check_tree(sol, X, obj, labels, target, weight, k, depth, nmin)
+    for numba_level in (True, False):  # the level above depth-2 problems in numba (small problems) or Python
+        with mock.patch.object(axis_module, "_LEVEL_IN_NUMBA", 10**9 if numba_level else 0):
+            sol = solve_axis(X, obj, k, nmin=nmin, depth=depth)
+        if not np.isfinite(ref):
+            assert sol.tree is None and sol.optimal
+            continue
+        assert sol.optimal and sol.cost == pytest.approx(ref, abs=1e-7)
+        check_tree(sol, X, obj, labels, target, weight, k, depth, nmin)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
@@ -158,9 +162,11 @@ def test_depth3_seven_splits_matches_brute_force_on_tied_data():
         X = rng.integers(0, 3, size=(12, 2)).astype(float)
         y = rng.integers(0, 3, size=12)
         obj = make_objective(12, labels=y, n_classes=3)
-        sol = solve_axis(X, obj, 7, nmin=1, depth=3)
-        assert sol.cost == brute_force(X, 7, 3, 1, labels=y)
-        assert sol.tree.depth() <= 3
+        ref = brute_force(X, 7, 3, 1, labels=y)
+        for level in (10**9, 0):  # numba level, Python level
+            with mock.patch.object(axis_module, "_LEVEL_IN_NUMBA", level):
+                sol = solve_axis(X, obj, 7, nmin=1, depth=3)
+            assert sol.cost == ref and sol.tree.depth() <= 3
 
 
 def test_regressor_on_the_axis_path():

@@ -57,14 +57,17 @@ from typing import Callable
 
 import numpy as np
 
-from .depth2 import (best_single_root, depth2_features, depth2_prepare, depth2_solve, feature_best_splits,
-                     leaf_of, sorted_columns, split_subset)
+from .depth2 import (best_single_root, depth2_features, depth2_prepare, depth2_solve, feature_best_splits, leaf_of,
+                     level_solve, sorted_columns, split_subset)
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_axis"]
 
 #: Point visits (``m * m * features``) per depth-2 kernel call, so that a deadline is checked often enough.
 _KERNEL_CHUNK = 20_000_000
+#: Largest ``m * m * features`` whose level above depth-2 problems runs in one numba call (fast, but no
+#: deadline check and no cache inside; larger problems take the Python level).
+_LEVEL_IN_NUMBA = 2_000_000
 
 
 def applies(split_type: str, max_splits: int, exact: bool) -> bool:
@@ -140,6 +143,8 @@ class _Search:
             res = self._single(ords, vals, bound)
         elif k <= 2 or (depth is not None and depth <= 2):
             res = self._depth2(ords, vals, min(k, 3), bound)
+        elif ords.shape[1] ** 2 * ords.shape[0] <= _LEVEL_IN_NUMBA and (k <= 3 or depth == 3):
+            res = self._level_numba(ords, vals, k, depth, bound)
         else:
             res = self._level(ords, vals, k, depth, bound)
         if not self.stopped:
@@ -190,15 +195,42 @@ class _Search:
         tree = (d1, float(vals[d1, t1]), sub(dL, tL), sub(dR, tR))
         return float(state[0]), int(state[1]), tree
 
+    def _options(self, k: int, depth: int | None) -> list[tuple[int, int]]:
+        """The budget splits ``(k1, k2)`` of a root with ``k`` splits, balanced first (usually the best bound)."""
+        dd = None if depth is None else depth - 1
+        cap = k - 1 if dd is None else min(k - 1, 2 ** dd - 1)
+        options = [(k1, k - 1 - k1) for k1 in range(k) if k1 <= cap and k - 1 - k1 <= cap]
+        return sorted(options, key=lambda o: (abs(o[0] - o[1]), o[0]))
+
+    def _level_numba(self, ords, vals, k, depth, bound):
+        """:meth:`_level` for a small problem whose sides are depth-2 problems, in one numba call
+        (:func:`.depth2.level_solve`; no cache, no deadline check inside)."""
+        opts = np.array(self._options(k, depth), dtype=np.int64)
+        state = np.array([math.inf, -1.0, bound])
+        tree = np.full(17, -1.0)
+        monotone = self.nmin <= 1
+        level_solve(ords, vals, ords.shape[1], *self._args(), self.nmin, opts, self.lipschitz and monotone, monotone,
+                    self.gain, state, tree, self.counts)
+        if state[1] < 0 or not state[0] < bound:
+            return None
+        if state[1] == 0:
+            return float(state[0]), 0, None
+
+        def sub(d, v):
+            return None if d < 0 else (int(d), float(v), None, None)
+
+        def side(o):
+            return None if o[1] < 0 else (int(o[1]), float(o[2]), sub(o[3], o[4]), sub(o[5], o[6]))
+
+        return float(state[0]), int(state[1]), (int(tree[0]), float(tree[1]), side(tree[3:10]), side(tree[10:17]))
+
     def _level(self, ords, vals, k, depth, bound):
         """Roots searched per feature by bisection of intervals (as :func:`.depth2.depth2_features`), each
         root with its best budget split; the side bounds of evaluated roots discard whole intervals."""
         m, D = ords.shape[1], ords.shape[0]
         args = self._args()
         dd = None if depth is None else depth - 1
-        cap = k - 1 if dd is None else min(k - 1, 2 ** dd - 1)
-        options = [(k1, k - 1 - k1) for k1 in range(k) if k1 <= cap and k - 1 - k1 <= cap]
-        options.sort(key=lambda o: (abs(o[0] - o[1]), o[0]))  # balanced first: usually the best bound
+        options = self._options(k, depth)
         n_opt = len(options)
         leaf = leaf_of(ords, m, *args, self.nmin)
         best = (leaf, 0, None, (-1, -1)) if leaf < bound else None

@@ -680,3 +680,232 @@ def depth2_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, max_
     lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin)
     depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, True, gain, state,
                     rec, counts)
+
+
+@njit(cache=True)
+def _side_solve(o, v, mm, kk, bound, label, weight, target, mode, n_stats, nmin, lipschitz, gain, out, counts):
+    """The best tree of at most ``kk`` (0 to 3) splits and depth <= 2 on one side, below ``bound``:
+    returns its cost (inf if none) and writes ``(k, d, v, dL, vL, dR, vR)`` to ``out`` (-1: a leaf)."""
+    for s in range(7):
+        out[s] = -1.0
+    if kk == 0:
+        c = leaf_of(o, mm, label, weight, target, mode, n_stats, nmin)
+        if c < bound:
+            out[0] = 0.0
+            return c
+        return np.inf
+    st = np.empty(3)
+    st[0] = np.inf
+    st[1] = -1.0
+    st[2] = bound
+    rec = np.full(6, -1, dtype=np.int64)
+    depth2_solve(o, v, mm, label, weight, target, mode, n_stats, nmin, min(kk, 3), lipschitz, gain, st, rec, counts)
+    if st[1] < 0 or not st[0] < bound:
+        return np.inf
+    out[0] = st[1]
+    for s in range(3):
+        d = rec[2 * s]
+        if d >= 0:
+            out[1 + 2 * s] = d
+            out[2 + 2 * s] = v[d, rec[2 * s + 1]]
+    return st[0]
+
+
+@njit(cache=True)
+def level_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, opts, lipschitz, monotone, gain, state,
+                tree, counts):
+    """A level above depth-2 problems in one call (see :mod:`.axis`, whose Python level this mirrors for
+    small problems): roots by bisection per feature, each root's sides solved (larger first, below a
+    bound raised by the interval's half distance) with :func:`depth2_solve`; ``opts`` the budget options
+    ``(k1, k2)`` (each at most 3, depth-2 trees).  ``state = [best cost, best k, bound]``; ``tree``
+    receives ``(d1, v1, k1, left's (k, d, v, dL, vL, dR, vR), right's)``."""
+    D = ords.shape[0]
+    n_opt = opts.shape[0]
+    leaf = leaf_of(ords, m, label, weight, target, mode, n_stats, nmin)
+    if leaf < state[2]:
+        state[0] = leaf
+        state[1] = 0.0
+    if state[0] <= 0.0:
+        return
+    lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin)
+    N = 0
+    for u in range(m):
+        if ords[0, u] + 1 > N:
+            N = ords[0, u] + 1
+    side = np.zeros(N, dtype=np.int8)
+    roots = np.empty(m, dtype=np.int64)
+    cw = np.empty(m)
+    LL = np.zeros((n_opt, m))
+    RR = np.zeros((n_opt, m))
+    lbL = np.zeros(n_opt)
+    lbR = np.zeros(n_opt)
+    outA = np.empty(7)
+    outB = np.empty(7)
+    stack = np.empty((m + 2, 4), dtype=np.int64)
+    for q in range(feats.shape[0]):
+        d1 = feats[q]
+        nT = 0
+        acc = 0.0
+        for u in range(m):
+            acc += w[d1, u]
+            if brk[d1, u] and u + 1 >= nmin and m - u - 1 >= nmin:
+                roots[nT] = u
+                cw[nT] = acc
+                nT += 1
+        counts[1] += nT
+        if nT == 0:
+            continue
+        j0 = nT // 2
+        for j in range(nT):
+            if roots[j] == first[q]:
+                j0 = j
+        top = 0
+        stack[0, 0] = 0
+        stack[0, 1] = nT - 1
+        stack[0, 2] = -1
+        stack[0, 3] = nT
+        pick = j0
+        while True:
+            if pick >= 0:
+                lo = stack[top, 0]
+                hi = stack[top, 1]
+                a = stack[top, 2]
+                b = stack[top, 3]
+                counts[0] += 1
+                for o in range(n_opt):
+                    bl = 0.0
+                    br = 0.0
+                    if monotone:
+                        if a >= 0:
+                            bl = LL[o, a]
+                        if b < nT:
+                            br = RR[o, b]
+                    if lipschitz:
+                        if b < nT:
+                            bl = max(bl, LL[o, b] - (cw[b] - cw[pick]))
+                        if a >= 0:
+                            br = max(br, RR[o, a] - (cw[pick] - cw[a]))
+                    lbL[o] = bl
+                    lbR[o] = br
+                hL = cw[pick] - cw[lo] if lipschitz else 0.0
+                hR = cw[hi] - cw[pick] if lipschitz else 0.0
+                t = roots[pick]
+                oL, vL, oR, vR = split_subset(ords, vals, m, d1, t, side)
+                nL = t + 1
+                nR = m - nL
+                left_first = nL >= nR
+                u = min(state[2], state[0] - gain)
+                for o in range(n_opt):
+                    if lbL[o] + lbR[o] >= u:
+                        continue
+                    k1 = opts[o, 0]
+                    k2 = opts[o, 1]
+                    # the first side (larger), then the other one
+                    if left_first:
+                        cap = u - lbR[o]
+                        cA = _side_solve(oL, vL, nL, k1, cap + hL, label, weight, target, mode, n_stats, nmin,
+                                         lipschitz, gain, outA, counts)
+                        if cA == np.inf:
+                            lbL[o] = max(lbL[o], cap + hL)
+                            continue
+                        lbL[o] = cA
+                        cap = u - cA
+                        if cap <= lbR[o]:
+                            continue
+                        cB = _side_solve(oR, vR, nR, k2, cap + hR, label, weight, target, mode, n_stats, nmin,
+                                         lipschitz, gain, outB, counts)
+                        if cB == np.inf:
+                            lbR[o] = max(lbR[o], cap + hR)
+                            continue
+                        lbR[o] = cB
+                        cl = cA
+                        cr = cB
+                        outl = outA
+                        outr = outB
+                    else:
+                        cap = u - lbL[o]
+                        cA = _side_solve(oR, vR, nR, k2, cap + hR, label, weight, target, mode, n_stats, nmin,
+                                         lipschitz, gain, outA, counts)
+                        if cA == np.inf:
+                            lbR[o] = max(lbR[o], cap + hR)
+                            continue
+                        lbR[o] = cA
+                        cap = u - cA
+                        if cap <= lbL[o]:
+                            continue
+                        cB = _side_solve(oL, vL, nL, k1, cap + hL, label, weight, target, mode, n_stats, nmin,
+                                         lipschitz, gain, outB, counts)
+                        if cB == np.inf:
+                            lbL[o] = max(lbL[o], cap + hL)
+                            continue
+                        lbL[o] = cB
+                        cl = cB
+                        cr = cA
+                        outl = outB
+                        outr = outA
+                    c = cl + cr
+                    kk = 1.0 + outl[0] + outr[0]
+                    if c < u:
+                        state[0] = c
+                        state[1] = kk
+                        tree[0] = d1
+                        tree[1] = vals[d1, t]
+                        tree[2] = k1
+                        for s in range(7):
+                            tree[3 + s] = outl[s]
+                            tree[10 + s] = outr[s]
+                        u = min(state[2], c - gain)
+                        if c <= 0.0:
+                            return
+                for o in range(n_opt):
+                    LL[o, pick] = lbL[o]
+                    RR[o, pick] = lbR[o]
+                stack[top, 1] = pick - 1
+                stack[top, 3] = pick
+                top += 1
+                stack[top, 0] = pick + 1
+                stack[top, 1] = hi
+                stack[top, 2] = pick
+                stack[top, 3] = b
+                pick = -1
+            if top < 0:
+                break
+            lo = stack[top, 0]
+            hi = stack[top, 1]
+            a = stack[top, 2]
+            b = stack[top, 3]
+            top -= 1
+            if lo > hi:
+                continue
+            ub = min(state[2], state[0] - gain)
+            f = -1
+            g = -1
+            for j in range(lo, hi + 1):
+                best_lb = np.inf
+                for o in range(n_opt):
+                    bl = 0.0
+                    br = 0.0
+                    if monotone:
+                        if a >= 0:
+                            bl = LL[o, a]
+                        if b < nT:
+                            br = RR[o, b]
+                    if lipschitz:
+                        if b < nT:
+                            bl = max(bl, LL[o, b] - (cw[b] - cw[j]))
+                        if a >= 0:
+                            br = max(br, RR[o, a] - (cw[j] - cw[a]))
+                    if bl + br < best_lb:
+                        best_lb = bl + br
+                if best_lb < ub:
+                    if f < 0:
+                        f = j
+                    g = j
+            if f < 0:
+                continue
+            pick = (f + g) // 2
+            top += 1
+            stack[top, 0] = f
+            stack[top, 1] = g
+            stack[top, 2] = a
+            stack[top, 3] = b
