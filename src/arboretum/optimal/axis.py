@@ -44,6 +44,10 @@ only thresholds between distinct values of ``S`` are tried.
   the result lowers the cost below a leaf at its node.
 - **Cache**: results per (subset of points, k, depth): the optimum, or the
   lower bound a pruned call proved.
+- A small problem whose sides are depth-2 problems (``depth = 3``, or
+  ``k <= 3``) runs its level in one numba call,
+  :func:`arboretum.optimal.depth2.level_solve` (the same search without the
+  cache and without deadline checks inside: Python's overhead dominated them).
 
 The search reports ``n_examined`` root splits evaluated out of ``n_total``
 root splits considered (the rest were skipped by bounds), over all levels.
