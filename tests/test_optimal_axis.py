@@ -245,7 +245,7 @@ def test_root_evaluation_and_its_bounds_against_brute_force(problem):
         prev = None
         for t in np.flatnonzero(brk[d1]):
             go = rank <= t
-            eval_root(order, n, d1, t, rank, lab, ws, ys, brk, mode, n_stats, nmin, True, work, out, pos)
+            eval_root(order, n, d1, t, rank, lab, ws, ys, brk, mode, n_stats, nmin, True, work, out, pos, 1e-9)
             ref = []
             for side in (go, ~go):
                 relaxed = (side_optimum(X, side, labels, target, weight, 0, 0, 0),
@@ -303,7 +303,7 @@ def test_depth2_bisection_matches_the_exhaustive_root_scan():
     order = np.argsort(X, axis=0, kind="stable").T.copy()
     vals = np.take_along_axis(X.T, order, axis=1).copy()
     m = len(y)
-    lab, w, ys, brk, feats, first = depth2_prepare(order, vals, m, obj.label, obj.weight, obj.target, 1, 3, 1)
+    lab, w, ys, brk, feats, first = depth2_prepare(order, vals, m, obj.label, obj.weight, obj.target, 1, 3, 1, 1e-9)
     for max_k in (2, 3):
         costs = []
         for lip, mono in ((False, False), (True, True)):

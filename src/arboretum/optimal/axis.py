@@ -147,7 +147,8 @@ class _Search:
             res = self._single(ords, vals, bound)
         elif k <= 2 or (depth is not None and depth <= 2):
             res = self._depth2(ords, vals, min(k, 3), bound)
-        elif ords.shape[1] ** 2 * ords.shape[0] <= _LEVEL_IN_NUMBA and (k <= 3 or depth == 3):
+        elif (ords.shape[1] ** 2 * ords.shape[0] <= _LEVEL_IN_NUMBA and (k <= 3 or depth == 3)
+              and not self._out_of_time()):
             res = self._level_numba(ords, vals, k, depth, bound)
         else:
             res = self._level(ords, vals, k, depth, bound)
@@ -158,10 +159,10 @@ class _Search:
     def _single(self, ords, vals, bound):
         m = ords.shape[1]
         leaf = leaf_of(ords, m, *self._args(), self.nmin)
-        c, d, t = best_single_root(ords, vals, m, *self._args(), self.nmin)
+        c, d, t = best_single_root(ords, vals, m, *self._args(), self.nmin, self.gain)
         self.counts[1] += 1
         self.counts[0] += 1
-        if leaf <= c:
+        if leaf <= c + self.gain:
             return (leaf, 0, None) if leaf < bound else None
         if c < bound:
             return c, 1, (int(d), float(vals[d, t]), None, None)
@@ -173,14 +174,14 @@ class _Search:
         state = np.array([math.inf, -1.0, bound])
         rec = np.full(6, -1, dtype=np.int64)
         step = max(1, min(D, _KERNEL_CHUNK // max(1, m * m)))
-        if step >= D:  # a small problem: one numba call
+        if step >= D and not self._out_of_time():  # a small problem: one numba call
             depth2_solve(ords, vals, m, *args, self.nmin, max_k, self.lipschitz, self.gain, state, rec, self.counts)
         else:  # features in chunks, so that the deadline is checked
             leaf = leaf_of(ords, m, *args, self.nmin)
             if leaf < bound:
                 state[0], state[1] = leaf, 0.0
             if state[0] > 0.0:
-                lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, *args, self.nmin)
+                lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, *args, self.nmin, self.gain)
                 cols = (lab, w, y, brk, self.mode, self.n_stats, self.nmin)
                 for lo in range(0, feats.shape[0], step):
                     if self._out_of_time() or state[0] <= 0.0:
@@ -289,8 +290,9 @@ class _Search:
             return here
 
         lab, w, y, brk = sorted_columns(ords, vals, m, self.label, self.weight, self.target)
-        f_cost, f_pos = feature_best_splits(ords, m, lab, w, y, brk, self.mode, self.n_stats, self.nmin)
-        feats = [int(d) for d in np.argsort(f_cost, kind="stable") if np.isfinite(f_cost[d])]
+        f_cost, f_pos = feature_best_splits(ords, m, lab, w, y, brk, self.mode, self.n_stats, self.nmin, self.gain)
+        rounded = np.floor(f_cost / self.gain + 0.5)  # costs equal up to rounding: feature order
+        feats = [int(d) for d in np.argsort(rounded, kind="stable") if np.isfinite(f_cost[d])]
         for d1 in feats:
             roots = np.flatnonzero(brk[d1])
             roots = roots[(roots + 1 >= self.nmin) & (m - roots - 1 >= self.nmin)]

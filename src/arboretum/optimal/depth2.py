@@ -164,7 +164,7 @@ def _split_cost(pre, tot, lo, n_stats, mode, pw, tw):
 
 
 @njit(cache=True)
-def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, work, out, pos):
+def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, work, out, pos, tol):
     """Both sides of the root ``x_d1 <= vals[d1, t1]`` as depth-<=1 problems, in one pass per feature.
 
     ``rank[i]`` is point ``i``'s position in ``ords[d1]`` (a point goes left iff
@@ -173,7 +173,9 @@ def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, 
     split under ``min_samples_leaf`` (inf where infeasible), then the same
     without the leaf-size constraint (the relaxation whose values the bounds
     use).  With ``want`` False no split is searched (inf).  ``pos`` receives
-    ``(dL, tL, dR, tR)``, each side's best split as (feature, sorted position).
+    ``(dL, tL, dR, tR)``, each side's best split as (feature, sorted position):
+    the first in (feature, position) order, a later one only when lower by
+    more than ``tol`` (so that rounding does not decide between equal costs).
     The loops are written out (helpers taking arrays in the innermost loop cost
     more than its body) and stop once both sides are pure.
     """
@@ -249,7 +251,7 @@ def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, 
                         dL = False
                         if cL < nL:
                             c = min(a0, a1) + min(tL0 - a0, tL1 - a1)
-                            if c < bL:
+                            if c < bL - tol:
                                 bL = c
                                 pos[0] = d2
                                 pos[1] = u
@@ -257,7 +259,7 @@ def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, 
                         dR = False
                         if cR < nR:
                             c = min(b0, b1) + min(tR0 - b0, tR1 - b1)
-                            if c < bR:
+                            if c < bR - tol:
                                 bR = c
                                 pos[2] = d2
                                 pos[3] = u
@@ -308,7 +310,7 @@ def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, 
                             c = _split_cost(pre, tot, 0, S, mode, pwL, twL)
                             if c < rbL:
                                 rbL = c
-                            if c < bL and (not relax or (cL >= nmin and nL - cL >= nmin)):
+                            if c < bL - tol and (not relax or (cL >= nmin and nL - cL >= nmin)):
                                 bL = c
                                 pos[0] = d2
                                 pos[1] = u
@@ -318,7 +320,7 @@ def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, 
                             c = _split_cost(pre, tot, S, S, mode, pwR, twR)
                             if c < rbR:
                                 rbR = c
-                            if c < bR and (not relax or (cR >= nmin and nR - cR >= nmin)):
+                            if c < bR - tol and (not relax or (cR >= nmin and nR - cR >= nmin)):
                                 bR = c
                                 pos[2] = d2
                                 pos[3] = u
@@ -331,26 +333,27 @@ def eval_root(ords, m, d1, t1, rank, lab, w, y, brk, mode, n_stats, nmin, want, 
 
 
 @njit(cache=True)
-def _root_candidate(leafL, leafR, sL, sR, max_k):
+def _root_candidate(leafL, leafR, sL, sR, max_k, tol):
     """The first minimiser of (cost, splits) under one root: ``(cost, k, which)`` with ``which``
-    0: both leaves, 1: left split, 2: right split, 3: both split (at most ``max_k`` splits)."""
+    0: both leaves, 1: left split, 2: right split, 3: both split (at most ``max_k`` splits); more splits
+    only when cheaper by more than ``tol``."""
     c = leafL + leafR
     k = 1
     which = 0
     if max_k >= 2:
         v = sL + leafR
-        if v < c:
+        if v < c - tol:
             c = v
             k = 2
             which = 1
         v = leafL + sR
-        if v < c:
+        if v < c - tol:
             c = v
             k = 2
             which = 2
     if max_k >= 3:
         v = sL + sR
-        if v < c:
+        if v < c - tol:
             c = v
             k = 3
             which = 3
@@ -369,12 +372,11 @@ def _pair_bound(l0, l1, r0, r1, max_k):
 
 
 @njit(cache=True)
-def _try_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k, state, rec, work, out, pos):
-    """Evaluate one root and keep it when it beats the best on ``(cost, splits, feature, position)``."""
-    eval_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k >= 2, work, out, pos)
-    c, k, which = _root_candidate(out[0], out[1], out[2], out[3], max_k)
-    if c < state[2] and (c < state[0] or (c == state[0] and (k < state[1] or (
-            k == state[1] and (d1 < rec[0] or (d1 == rec[0] and t < rec[1])))))):
+def _try_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k, state, rec, work, out, pos, tol):
+    """Evaluate one root and keep it when it beats the best cost by more than ``tol`` (ties: the first found)."""
+    eval_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k >= 2, work, out, pos, tol)
+    c, k, which = _root_candidate(out[0], out[1], out[2], out[3], max_k, tol)
+    if c < state[2] and c < state[0] - tol:
         state[0] = c
         state[1] = k
         rec[0] = d1
@@ -386,8 +388,9 @@ def _try_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k, 
 
 
 @njit(cache=True)
-def feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin):
-    """Per feature, the cost and sorted position of its best single split (inf, -1 where none)."""
+def feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin, tol):
+    """Per feature, the cost and sorted position of its best single split (inf, -1 where none; the first
+    one unless a later one is lower by more than ``tol``)."""
     D = ords.shape[0]
     S = n_stats
     tot = np.zeros(S)
@@ -418,20 +421,20 @@ def feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin):
             if not brk[d, u] or u + 1 < nmin or m - u - 1 < nmin:
                 continue
             c = _split_cost(pre, tot, 0, S, mode, pw, tw)
-            if c < cost[d]:
+            if c < cost[d] - tol:
                 cost[d] = c
                 where[d] = u
     return cost, where
 
 
 @njit(cache=True)
-def depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin):
+def depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin, tol):
     """One call's setup of a depth-2 problem: the sorted columns (:func:`sorted_columns`), the root
     features ordered by their best single split (features with none left out; ties in feature order)
-    and each one's best single split position (searched first)."""
+    and each one's best single split position (searched first); ``tol > 0`` the rounding tolerance."""
     lab, w, y, brk = sorted_columns(ords, vals, m, label, weight, target)
-    cost, where = feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin)
-    order = np.argsort(cost, kind="mergesort")
+    cost, where = feature_best_splits(ords, m, lab, w, y, brk, mode, n_stats, nmin, tol)
+    order = np.argsort(np.floor(cost / tol + 0.5), kind="mergesort")  # costs equal up to rounding: feature order
     n = 0
     for q in range(order.shape[0]):
         if cost[order[q]] < np.inf:
@@ -505,7 +508,7 @@ def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, 
                 t = roots[pick]
                 counts[0] += 1
                 _try_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k, state, rec, work, out,
-                          pos)
+                          pos, gain)
                 if state[0] <= 0.0:
                     return
                 l0[pick] = out[4]
@@ -572,7 +575,7 @@ def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, 
 
 
 @njit(cache=True)
-def best_single_root(ords, vals, m, label, weight, target, mode, n_stats, nmin):
+def best_single_root(ords, vals, m, label, weight, target, mode, n_stats, nmin, tol):
     """The best single split (the greedy root): ``(cost, feature, sorted position)``, the first
     minimiser in (feature, position) order; ``(inf, -1, -1)`` if no split is feasible."""
     D = ords.shape[0]
@@ -616,7 +619,7 @@ def best_single_root(ords, vals, m, label, weight, target, mode, n_stats, nmin):
                     if b > m2:
                         m2 = b
                 c = max(acc - m1, 0.0) + max(total - acc - m2, 0.0)
-            if c < best:
+            if c < best - tol:
                 best = c
                 bd = d
                 bt = t
@@ -677,7 +680,7 @@ def depth2_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, max_
         state[1] = 0.0
     if state[0] <= 0.0:
         return
-    lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin)
+    lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin, gain)
     depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, True, gain, state,
                     rec, counts)
 
@@ -727,7 +730,7 @@ def level_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, opts,
         state[1] = 0.0
     if state[0] <= 0.0:
         return
-    lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin)
+    lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin, gain)
     N = 0
     for u in range(m):
         if ords[0, u] + 1 > N:

@@ -14,12 +14,12 @@ from sklearn.utils.validation import _num_samples
 from .. import data as _data
 from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
-from ..binarizer import _sorted_labels
+from ..binarizer import _sorted_labels, short_threshold
 from ..data import InstanceOf, Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import HYPERPLANE, QUADRATIC, THRESHOLD, Tree, TreeBuilder, quadratic_features
 from . import _kernels as K
 from . import axis, depth2, hyper1
-from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, axis_thresholds, bytes_per_rule,
+from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, bytes_per_rule,
                     lifted_dim, make_rules, n_family_rules, routing_plane)
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
 from .user import CandidateRules, LeafObjective
@@ -246,10 +246,10 @@ class _OptimalTreeBase(TreeEstimator):
             if greedy is not None and (sol.tree is None or greedy.cost < sol.cost):  # stopped early: CART is better
                 greedy.optimal, greedy.n_examined, greedy.n_total = False, sol.n_examined, sol.n_total
                 sol = greedy
-            thresholds = [axis_thresholds(E[:, j]) for j in range(d)]
-
-            def split_of(r: int) -> tuple:
-                return THRESHOLD, r // n, float(thresholds[r // n][r % n]), None
+            def split_of(r: int) -> tuple:  # axis_thresholds' threshold, for the tree's rules only (all N * D
+                col, v = E[:, r // n], float(E[r % n, r // n])  # of them can cost more than the search)
+                above = col[col > v]
+                return THRESHOLD, r // n, short_threshold(v, float(above.min())) if above.size else v, None
         elif single:
             self.n_rules_ = n_family_rules(self.split_type, n, d)
             sol, rule1 = hyper1.solve_hyperplane1(Z, obj, exact=self.exact_splits, nmin=self.min_samples_leaf,
