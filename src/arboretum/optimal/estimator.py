@@ -661,9 +661,10 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
 
 
 @register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_features, None),
-                               (depth2.eval_root, None), (depth2.depth2_prepare, None), (depth2.level_solve, None),
-                               (depth2.feature_best_splits, None), (depth2.best_single_root, None),
-                               (depth2.split_subset, None), (depth2.leaf_of, None), (hyper1.hyperplane1_chunk, None)])
+                               (depth2.eval_root, None), (depth2.depth2_prepare, None), (depth2.depth2_solve, None),
+                               (depth2.level_solve, None), (depth2.feature_best_splits, None),
+                               (depth2.best_single_root, None), (depth2.split_subset, None), (depth2.leaf_of, None),
+                               (hyper1.hyperplane1_chunk, None)])
 def _warm() -> None:
     """Compile the kernels on a tiny problem (classification with and without weights, regression;
     the generic DP, the axis-parallel search (depth-2 kernel and the levels above it, with and
