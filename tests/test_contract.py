@@ -32,6 +32,8 @@ from arboretum import (
     MAPTreeClassifier,
     MAPTreeRegressor,
     MCMCTreeSampler,
+    ConvexPolytopeTreeClassifier,
+    ConvexPolytopeTreeRegressor,
     ModelFormatError,
     OptimalTreeClassifier,
     OptimalTreeRegressor,
@@ -71,6 +73,12 @@ CASES = {
                                   "classification", {"time_limit": 1e-9}, "time_limit", score="objective_"),
     "OptimalTreeRegressor": Case(lambda **kw: OptimalTreeRegressor(**{"max_splits": 2, "time_limit": 20, **kw}),
                                  "regression", {"time_limit": 1e-9}, "time_limit", score="objective_"),
+    **{c.__name__: Case(lambda c=c, **kw: c(**{"epochs": 4, "refine_epochs": 2, "max_facets": 4, "n_restarts": 1,
+                                                "max_depth": 2, "random_state": 0, **kw}),
+                        "classification" if c is ConvexPolytopeTreeClassifier else "regression",
+                        {"time_limit": 1e-9}, "time_limit", score="objective_",
+                        check_params={"epochs": 10, "learning_rate": 0.05, "batch_size": 100})
+       for c in (ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor)},
 }
 IDS = list(CASES)
 # Checks scikit-learn itself may skip in this environment, with the reason it gives.

@@ -30,6 +30,8 @@ from arboretum import (
     LimitWarning,
     MAPTreeClassifier,
     MAPTreeRegressor,
+    ConvexPolytopeTreeClassifier,
+    ConvexPolytopeTreeRegressor,
     MCMCTreeSampler,
     OptimalTreeClassifier,
     OptimalTreeRegressor,
@@ -50,6 +52,10 @@ ESTIMATORS: dict[str, Callable[[], Any]] = {
     "MCMCTreeSampler": lambda: MCMCTreeSampler(n_iterations=200, random_state=0, binarizer=SMALL()),
     "OptimalTreeClassifier": lambda: OptimalTreeClassifier(max_splits=2),  # raw values: no binarizer
     "OptimalTreeRegressor": lambda: OptimalTreeRegressor(max_splits=2),
+    "ConvexPolytopeTreeClassifier": lambda: ConvexPolytopeTreeClassifier(epochs=4, refine_epochs=2, max_facets=4,
+                                                                         n_restarts=1, random_state=0),
+    "ConvexPolytopeTreeRegressor": lambda: ConvexPolytopeTreeRegressor(epochs=4, refine_epochs=2, max_facets=4,
+                                                                       n_restarts=1, random_state=0),
 }
 NAMES = list(ESTIMATORS)
 
@@ -61,7 +67,7 @@ def test_every_contract_estimator_is_covered():
 
 
 def is_regressor(name: str) -> bool:
-    return name in ("MAPTreeRegressor", "OptimalTreeRegressor")
+    return name in ("MAPTreeRegressor", "OptimalTreeRegressor", "ConvexPolytopeTreeRegressor")
 
 
 # ---------------------------------------------------------------------------

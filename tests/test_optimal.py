@@ -563,6 +563,20 @@ def test_time_limit_returns_the_best_tree_so_far():
     assert clf.fit_time_ < 0.3 * 1.1 + 0.5
 
 
+def test_time_limit_stops_the_generation_of_plane_rules():
+    """Generating the hyperplane rules of 300 points (~180,000 rules, seconds) watches the clock:
+    a stopped generation gives an uncertified tree within the limit, with the trivial bound."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] + 0.3 * rng.normal(size=300) > 0).astype(int)
+    clf = OptimalTreeClassifier(split_type="hyperplane", max_splits=2, time_limit=0.2)
+    with pytest.warns(LimitWarning, match="stopped by time_limit=0.2"):
+        clf.fit(X, y)
+    assert clf.optimal_ is False and clf.stop_reason_ == "time_limit"
+    assert clf.objective_ == (clf.predict(X) != y).sum() and clf.lower_bound_ <= clf.objective_
+    assert clf.fit_time_ < 0.2 * 1.1 + 0.5
+
+
 def test_completed_fit_is_optimal_and_silent():
     with warnings.catch_warnings():
         warnings.simplefilter("error", LimitWarning)

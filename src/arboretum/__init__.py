@@ -8,6 +8,8 @@ MAPTreeRegressor
     The same for regression (normal-inverse-gamma leaves).
 OptimalTreeClassifier, OptimalTreeRegressor
     He & Little's provably optimal trees with K axis-parallel or hyperplane splits.
+ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
+    Convex polytope trees: each split a learned convex polytope (fitting needs PyTorch).
 PCFGTreeClassifier
     BCART-PCFG: the exact posterior over trees (exact sampling, MAP tree, exact model averaging).
 MCMCTreeSampler, SMCTreeSampler
@@ -36,6 +38,7 @@ from .io import load, save
 from .maptree import MAPTreeClassifier, MAPTreeRegressor
 from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
 from .pcfg import PCFGTreeClassifier
+from .polytope import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
 from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
 # -- density trees and lists (spec-004) --
@@ -48,6 +51,8 @@ __all__ = [
     "OptimalTreeClassifier",
     "OptimalTreeRegressor",
     "PCFGTreeClassifier",
+    "ConvexPolytopeTreeClassifier",
+    "ConvexPolytopeTreeRegressor",
     "MCMCTreeSampler",
     "SMCTreeSampler",
     "Binarizer",

@@ -51,10 +51,12 @@ def _registry() -> dict[str, type]:
     from .maptree import MAPTreeClassifier, MAPTreeRegressor
     from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
     from .pcfg import PCFGTreeClassifier
+    from .polytope import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
     from .samplers import MCMCTreeSampler, SMCTreeSampler
 
     classes = [MAPTreeClassifier, MAPTreeRegressor, PCFGTreeClassifier, MCMCTreeSampler, SMCTreeSampler,
-               OptimalTreeClassifier, OptimalTreeRegressor, Binarizer]
+               OptimalTreeClassifier, OptimalTreeRegressor, Binarizer,
+               ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor]
     # -- density trees and lists --
     from . import density
 

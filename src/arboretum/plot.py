@@ -12,6 +12,9 @@ called, never when :mod:`arboretum` or this module is imported.
 :func:`plot_anytime`           MAPTree's anytime curve: best log posterior and upper bound
 :func:`plot_split_inclusion`   posterior probability that the tree splits on each feature
 :func:`plot_tree_sizes`        posterior distribution of the number of leaves
+:func:`plot_polytopes`         2-D decision regions of a convex polytope tree with every node's
+                               polytope boundary (``POLYTOPE`` splits)
+:func:`plot_training_curves`   per-epoch training objective of a gradient-trained tree (``epoch_history_``)
 =============================  ==================================================================
 
 The last two are exact for :class:`~arboretum.pcfg.PCFGTreeClassifier` (computed from the
@@ -33,6 +36,8 @@ from .tree import LEAF, Tree
 __all__ = [
     "plot_anytime",
     "plot_decision_regions",
+    "plot_polytopes",
+    "plot_training_curves",
     "plot_split_inclusion",
     "plot_tree",
     "plot_tree_sizes",
@@ -1030,3 +1035,100 @@ def _class_index(classes: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Position of every label in ``classes`` (-1 when absent)."""
     lookup = {c: i for i, c in enumerate(classes.tolist())}
     return np.array([lookup.get(v, -1) for v in labels.tolist()], dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------
+# convex polytope trees (arboretum.polytope): boundaries and training curves
+# ---------------------------------------------------------------------------
+
+
+def plot_polytopes(estimator: Any, X: Any, y: Any = None, *, features: Sequence[Any] = (0, 1), ax: Any = None,
+                   resolution: int = 200, **kwargs: Any) -> Any:
+    """The 2-D decision regions of a tree with ``POLYTOPE`` splits, and every node's polytope.
+
+    :func:`plot_decision_regions` draws the regions (any model, through ``predict``); on top, the
+    boundary ``lambda(x) = t`` of every polytope split is drawn (dashed) where the samples of the
+    grid reach that node, labelled with the node id and its number of facets.  Columns other than
+    ``features`` are held at their median, as in :func:`plot_decision_regions`.
+
+    Parameters
+    ----------
+    estimator : fitted estimator with ``tree_``
+    X, y, features, ax, resolution
+        As in :func:`plot_decision_regions`.
+    **kwargs
+        Passed to :func:`plot_decision_regions`.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    from .tree import POLYTOPE, polytope_intensity
+
+    tree = _tree_of(estimator, "plot_polytopes")
+    ax = plot_decision_regions(estimator, X, y, features=features, ax=ax, resolution=resolution, **kwargs)
+    if not hasattr(X, "iloc"):
+        X = np.asarray(X)
+    j0, j1 = _resolve_features(X, features)
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    G0, G1 = np.meshgrid(np.linspace(x0, x1, resolution), np.linspace(y0, y1, resolution))
+    grid = tree.encode(_grid_frame(X, j0, j1, G0.ravel(), G1.ravel()))
+    colors = _class_colors(max(tree.n_nodes, 2))
+    stack = [(0, np.ones(grid.shape[0], dtype=bool))]
+    while stack:
+        i, here = stack.pop()
+        if tree.split_kind[i] == LEAF:
+            continue
+        if tree.split_kind[i] == POLYTOPE:
+            lam = polytope_intensity(tree.polytopes[i], grid) - tree.threshold[i]
+            field = np.ma.masked_where(~here, lam).reshape(G0.shape)
+            ax.contour(G0, G1, field, levels=[0.0], colors=[colors[i % len(colors)] * 0.6], linestyles="--",
+                       linewidths=1.6, zorder=3)
+            inside = here & (lam <= 0)
+            if inside.any():
+                k = int(tree.polytopes[i]["facet"].sum())
+                ax.annotate(f"node {i}: {k} facets", (float(np.median(G0.ravel()[inside])),
+                                                      float(G1.ravel()[inside].max())),
+                            fontsize="small", ha="center", va="top", zorder=4,
+                            bbox={"boxstyle": "round", "fc": "white", "alpha": 0.7})
+            left = lam <= 0
+        else:
+            left = tree._goes_left(i, grid, np.arange(grid.shape[0]))
+        stack += [(int(tree.children_left[i]), here & left), (int(tree.children_right[i]), here & ~left)]
+    return ax
+
+
+def plot_training_curves(estimator_or_history: Any, *, ax: Any = None, key: str = "loss") -> Any:
+    """Per-epoch training objective of every stage of a gradient-trained tree.
+
+    One curve per level of the greedy phase (``level d``: the stumps of the nodes at depth d, trained
+    together) and one for the end-to-end refinement, against the cumulative epoch.
+
+    Parameters
+    ----------
+    estimator_or_history : fitted estimator with ``epoch_history_``, or that dict
+        A dict of lists ``phase``, ``level``, ``epoch``, and ``key``.
+    ax : matplotlib Axes, optional
+    key : {"loss", "objective", "tau"}, default="loss"
+        The soft data objective, the objective with the prior, or the gate steepness.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    history = getattr(estimator_or_history, "epoch_history_", estimator_or_history)
+    if not isinstance(history, dict) or key not in history or "phase" not in history:
+        raise TypeError("plot_training_curves needs a fitted estimator with epoch_history_ (a dict of lists) "
+                        "or that dict")
+    ax = _new_axes(ax, (6.0, 4.0))
+    phase, level, values = np.asarray(history["phase"]), np.asarray(history["level"]), np.asarray(history[key], float)
+    x = np.arange(values.size)
+    stages = list(dict.fromkeys(zip(phase.tolist(), level.tolist())))
+    for ph, lv in stages:
+        sel = (phase == ph) & (level == lv)
+        ax.plot(x[sel], values[sel], lw=1.5, label="refinement" if ph == "refine" else f"level {lv}")
+    ax.set_xlabel("epoch (cumulative)")
+    ax.set_ylabel({"loss": "soft training objective", "objective": "objective with prior"}.get(key, key))
+    if stages:
+        ax.legend(fontsize="small")
+    return ax

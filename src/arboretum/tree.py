@@ -14,6 +14,9 @@ kind           test (sample goes left when true)
 ``QUADRATIC``  ``dot(coefs[i], quadratic_features(x)) <= threshold[i]``
                (``feature[i] == -1``; the monomials ``x_j`` then ``x_j x_k``,
                ``j <= k``: see :func:`quadratic_features`)
+``POLYTOPE``   ``sum_k r_k softplus(A_k . x + b_k) <= threshold[i]`` (inside a
+               convex polytope; ``polytopes[i]`` holds ``r``, ``bias``,
+               ``coefs`` = A and the ``facet`` flags; ``feature[i] == -1``)
 =============  ===========================================================
 
 Missing values (NaN) of numeric features fail every test and therefore go right.
@@ -53,6 +56,7 @@ __all__ = [
     "QUADRATIC",
     "quadratic_features",
     "quadratic_terms",
+    "POLYTOPE",
     "SPLIT_KIND_NAMES",
     "Tree",
     "TreeBuilder",
@@ -64,6 +68,7 @@ THRESHOLD = 2
 CATEGORY = 3
 HYPERPLANE = 4
 QUADRATIC = 5
+POLYTOPE = 6  # convex polytope trees (arboretum.polytope); 7 is reserved for another kind
 
 #: Human-readable name of every split kind, indexed by its code.
 SPLIT_KIND_NAMES: dict[int, str] = {
@@ -73,6 +78,7 @@ SPLIT_KIND_NAMES: dict[int, str] = {
     CATEGORY: "CATEGORY",
     HYPERPLANE: "HYPERPLANE",
     QUADRATIC: "QUADRATIC",
+    POLYTOPE: "POLYTOPE",
 }
 _KIND_BY_NAME = {name.lower(): code for code, name in SPLIT_KIND_NAMES.items()}
 _TASKS = ("classification", "regression")
@@ -221,7 +227,8 @@ def split_texts(
             return f"{name} == {texts[0]}", f"{name} != {texts[0]}"
         text = "{" + ", ".join(texts) + "}"
         return f"{name} in {text}", f"{name} not in {text}"
-    allowed = ", ".join(f"{n} ({c})" for c, n in SPLIT_KIND_NAMES.items() if c not in (LEAF, HYPERPLANE, QUADRATIC))
+    allowed = ", ".join(f"{n} ({c})" for c, n in SPLIT_KIND_NAMES.items()
+                        if c not in (LEAF, HYPERPLANE, QUADRATIC, POLYTOPE))
     raise ValueError(f"kind must be one of {allowed}; got {kind!r}")
 
 
@@ -302,6 +309,91 @@ def _as_float_vector(values: Any, what: str) -> np.ndarray:
     return arr
 
 
+
+# ---------------------------------------------------------------------------
+# POLYTOPE splits (convex polytope trees, arboretum.polytope): numpy only, so that
+# prediction, printing and JSON need no torch
+# ---------------------------------------------------------------------------
+
+_POLYTOPE_FIELDS = ("r", "bias", "coefs", "facet")
+
+
+def _as_polytope(p: Mapping[str, Any], n_features: int, node: int) -> dict[str, np.ndarray]:
+    """Validate one node's committee: ``r`` (K > 0), ``bias`` (K), ``coefs`` (K x n_features), ``facet`` (K)."""
+    if not isinstance(p, Mapping) or not {"r", "bias", "coefs"} <= set(p):
+        raise ValueError(f"polytopes[{node}] must be a mapping with r, bias and coefs")
+    r = np.atleast_1d(np.asarray(p["r"], dtype=np.float64)).copy()
+    bias = np.atleast_1d(np.asarray(p["bias"], dtype=np.float64)).copy()
+    coefs = np.asarray(p["coefs"], dtype=np.float64).reshape(r.shape[0], -1).copy() if r.ndim == 1 else None
+    facet = np.asarray(p.get("facet", np.ones_like(r)), dtype=np.float64).copy()
+    k = r.shape[0]
+    if r.ndim != 1 or k < 1 or bias.shape != (k,) or coefs is None or coefs.shape != (k, n_features) \
+            or facet.shape != (k,):
+        raise ValueError(f"polytopes[{node}] needs r and bias of length K >= 1, coefs of shape "
+                         f"(K, n_features={n_features}) and facet of length K")
+    if not (np.all(np.isfinite(r)) and np.all(r > 0) and np.all(np.isfinite(bias)) and np.all(np.isfinite(coefs))):
+        raise ValueError(f"polytopes[{node}] must hold finite numbers and positive weights r")
+    if not np.all((facet == 0) | (facet == 1)):
+        raise ValueError(f"polytopes[{node}]['facet'] must hold 0/1 flags")
+    return {"r": r, "bias": bias, "coefs": coefs, "facet": facet}
+
+
+def _decode_polytope(v: Any) -> dict[str, np.ndarray]:
+    if not isinstance(v, Mapping):
+        raise TypeError("'polytopes' must map node ids to objects with r, bias, coefs and facet")
+    return {k: _decode_floats(v[k], 2 if k == "coefs" else 1) for k in _POLYTOPE_FIELDS if k in v}
+
+
+def polytope_intensity(p: Mapping[str, np.ndarray], X: np.ndarray) -> np.ndarray:
+    """The committee intensity ``lambda(x) = sum_k r_k softplus(A_k . x + b_k)`` (float64)."""
+    Z = np.asarray(X, dtype=np.float64) @ p["coefs"].T + p["bias"]
+    return np.logaddexp(0.0, Z) @ p["r"]
+
+
+def polytope_facets(p: Mapping[str, np.ndarray], t: float) -> tuple[np.ndarray, np.ndarray]:
+    """The facets ``A_k . x <= c_k`` of the polytope that contains ``{lambda <= t}`` (Theorem 1).
+
+    Returns ``(A, c)`` of the flagged experts, ``c_k = ln(exp(t / r_k) - 1) - b_k`` (``-inf`` when
+    ``t <= 0``: the region is empty), sorted by decreasing ``r_k``.
+    """
+    keep = np.flatnonzero(p["facet"] == 1)
+    keep = keep[np.argsort(-p["r"][keep], kind="stable")]
+    u = t / p["r"][keep]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        offset = np.where(u > 30, u + np.log1p(-np.exp(-np.minimum(u, 700))), np.log(np.expm1(np.maximum(u, 0))))
+    offset = np.where(u > 0, offset, -np.inf)
+    return p["coefs"][keep], offset - p["bias"][keep]
+
+
+def polytope_texts(p: Mapping[str, np.ndarray], t: float, names: Sequence[str], decimals: int = 3) -> tuple[str, str]:
+    """(left, right) texts of a POLYTOPE split: the active facets as inequalities, one per line.
+
+    Each facet is scaled so that its largest coefficient is 1 and written with that feature first
+    (``age - 0.25*visits <= 1.3``, ``>=`` when the scale is negative); coefficients under
+    ``10**-decimals`` of the largest are dropped.  The exact rule (``lambda(x) <= t``) is a smooth
+    inner approximation of this polytope.
+    """
+    A, c = polytope_facets(p, t)
+    lines = []
+    for a, off in zip(A, c):
+        j0 = int(np.argmax(np.abs(a)))
+        scale = a[j0]
+        if scale == 0 or not np.isfinite(off):
+            lines.append("0 <= " + ("-inf" if not np.isfinite(off) else _fmt_num(off, decimals)))
+            continue
+        b = np.round(a / scale, decimals)
+        order = [j0] + [j for j in np.argsort(-np.abs(b), kind="stable") if j != j0 and b[j] != 0]
+        text = names[j0]
+        for j in order[1:]:
+            text += f" {'-' if b[j] < 0 else '+'} {_fmt_num(abs(b[j]), decimals)}*{names[j]}"
+        rel = "<=" if scale > 0 else ">="
+        lines.append(f"{text} {rel} {_fmt_num(off / scale, decimals)}")
+    k, n_experts = len(lines), p["r"].shape[0]
+    head = "\n  and ".join(lines)
+    left = f"{head}\n  [inside a polytope: {k} facet{'s' * (k != 1)}, {n_experts} expert{'s' * (n_experts != 1)}]"
+    return left, "outside the polytope above"
+
+
 # ---------------------------------------------------------------------------
 # Tree
 # ---------------------------------------------------------------------------
@@ -378,6 +470,7 @@ class Tree:
         categories: Mapping[int, Any] | None = None,
         coefs: Mapping[int, Any] | None = None,
         feature_categories: Sequence[Any] | None = None,
+        polytopes: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None:
         self.children_left = np.asarray(children_left, dtype=np.int64).copy()
         self.children_right = np.asarray(children_right, dtype=np.int64).copy()
@@ -400,6 +493,7 @@ class Tree:
         }
         self.coefs = {int(k): np.asarray(v, dtype=np.float64).copy() for k, v in (coefs or {}).items()}
         self.feature_categories = _as_feature_categories(feature_categories, self.n_features)
+        self.polytopes = {int(k): _as_polytope(v, self.n_features, int(k)) for k, v in (polytopes or {}).items()}
         self._validate()
 
     # -- validation ---------------------------------------------------------
@@ -476,7 +570,7 @@ class Tree:
             )
         if (i := first(internal & (left == right))) is not None:
             raise ValueError(f"node {i} has the same node {left[i]} as left and right child")
-        hyper = (kinds == HYPERPLANE) | (kinds == QUADRATIC)  # coefficient splits: no single feature
+        hyper = (kinds == HYPERPLANE) | (kinds == QUADRATIC) | (kinds == POLYTOPE)  # no single feature
         if (i := first(hyper & (feature != -1))) is not None:
             raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} must have feature -1; got {feature[i]}")
         if (i := first(internal & ~hyper & ((feature < 0) | (feature >= self.n_features)))) is not None:
@@ -491,7 +585,8 @@ class Tree:
         if (i := first((kinds == CATEGORY) & ~np.isnan(thr))) is not None:
             raise ValueError(f"CATEGORY node {i} must have threshold NaN; got {thr[i]}")
         tables = ((CATEGORY, self.categories, "categories", (CATEGORY,)),
-                  (HYPERPLANE, self.coefs, "coefs", (HYPERPLANE, QUADRATIC)))
+                  (HYPERPLANE, self.coefs, "coefs", (HYPERPLANE, QUADRATIC)),
+                  (POLYTOPE, self.polytopes, "polytopes", (POLYTOPE,)))
         for kind, table, tname, owners in tables:
             for i in np.flatnonzero(np.isin(kinds, owners)).tolist():
                 if i not in table:
@@ -502,6 +597,8 @@ class Tree:
                         f"{tname} has an entry for node {k}, which is not a {SPLIT_KIND_NAMES[kind]} node"
                         + "".join(f" (nor a {SPLIT_KIND_NAMES[o]} one)" for o in owners if o != kind)
                     )
+                if kind == POLYTOPE:
+                    continue  # checked by _as_polytope
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{tname}[{k}] must be finite; got {v.tolist()}")
                 if kind == CATEGORY and (v.ndim != 1 or v.size == 0):
@@ -646,6 +743,8 @@ class Tree:
 
     def _goes_left(self, i: int, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
         kind = self.split_kind[i]
+        if kind == POLYTOPE:
+            return polytope_intensity(self.polytopes[i], X[idx]) <= self.threshold[i]
         if kind == HYPERPLANE:
             return X[idx] @ self.coefs[i] <= self.threshold[i]
         if kind == QUADRATIC:  # NaN features give a NaN value, which fails the test: right
@@ -755,6 +854,8 @@ class Tree:
             lhs = _polynomial_text(coefs[order], [mono[g] for g in order], decimals)  # degree 2 first
             text = format_threshold(t, decimals)
             return f"{lhs} <= {text}", f"{lhs} >  {text}"
+        if kind == POLYTOPE:
+            return polytope_texts(self.polytopes[i], t, names, decimals)
         if kind != HYPERPLANE:
             f = int(self.feature[i])
             labels = None if self.feature_categories is None else self.feature_categories[f]
@@ -837,10 +938,11 @@ class Tree:
                 left_text, right_text = self._conditions(i, names, decimals)
             else:
                 left_text, right_text = condition(i)
+            more = "\n" + "|   " * (d + 1) + " " * 5  # continuation lines of a multi-line condition
             stack.append((int(self.children_right[i]), d + 1))
-            stack.append(indent + right_text)
+            stack.append(indent + right_text.replace("\n", more))
             stack.append((int(self.children_left[i]), d + 1))
-            stack.append(indent + left_text)
+            stack.append(indent + left_text.replace("\n", more))
         return "\n".join(lines) + "\n"
 
     def to_dot(self, feature_names: Sequence[str] | None = None, decimals: int = 3) -> str:
@@ -1056,6 +1158,8 @@ class Tree:
             "depth": self.depth.tolist(),
             "categories": {str(k): _encode_floats(v) for k, v in sorted(self.categories.items())},
             "coefs": {str(k): _encode_floats(v) for k, v in sorted(self.coefs.items())},
+            **({"polytopes": {str(k): {name: _encode_floats(a) for name, a in v.items()}
+                              for k, v in sorted(self.polytopes.items())}} if self.polytopes else {}),
         }
 
     @classmethod
@@ -1102,7 +1206,7 @@ class Tree:
                     isinstance(v, int) and not isinstance(v, bool) for v in d[key]
                 ):
                     raise TypeError(f"'{key}' must be a list of integers")
-            for key in ("categories", "coefs"):
+            for key in ("categories", "coefs", "polytopes"):
                 if d.get(key) is not None and not isinstance(d[key], Mapping):
                     raise TypeError(f"'{key}' must be an object mapping node ids to lists of numbers")
             names = d.get("feature_names")
@@ -1129,6 +1233,7 @@ class Tree:
                 categories={int(k): _decode_floats(v, 1) for k, v in (d.get("categories") or {}).items()},
                 coefs={int(k): _decode_floats(v, 1) for k, v in (d.get("coefs") or {}).items()},
                 feature_categories=fc,
+                polytopes={int(k): _decode_polytope(v) for k, v in (d.get("polytopes") or {}).items()},
             )
         except ModelFormatError:
             raise
@@ -1187,11 +1292,14 @@ class Tree:
                 continue
             if self.feature[i] != other.feature[j]:
                 return False
-            if kind in (THRESHOLD, HYPERPLANE, QUADRATIC) and self.threshold[i] != other.threshold[j]:
+            if kind in (THRESHOLD, HYPERPLANE, QUADRATIC, POLYTOPE) and self.threshold[i] != other.threshold[j]:
                 return False
             if kind == CATEGORY and not np.array_equal(self.categories[i], other.categories[j]):
                 return False
             if kind in (HYPERPLANE, QUADRATIC) and not np.array_equal(self.coefs[i], other.coefs[j]):
+                return False
+            if kind == POLYTOPE and not all(np.array_equal(self.polytopes[i][k], other.polytopes[j][k])
+                                            for k in _POLYTOPE_FIELDS):
                 return False
             stack.append((int(self.children_left[i]), int(other.children_left[j])))
             stack.append((int(self.children_right[i]), int(other.children_right[j])))
@@ -1283,6 +1391,7 @@ class TreeBuilder:
         self._has_parent: list[bool] = []
         self._categories: dict[int, np.ndarray] = {}
         self._coefs: dict[int, np.ndarray] = {}
+        self._polytopes: dict[int, dict[str, np.ndarray]] = {}
 
     @property
     def n_nodes(self) -> int:
@@ -1354,6 +1463,7 @@ class TreeBuilder:
         right: int,
         categories: Iterable[float] | None = None,
         coef: Any = None,
+        polytope: Mapping[str, Any] | None = None,
     ) -> None:
         """Turn leaf ``node`` into a split with children ``left`` and ``right``.
 
@@ -1375,6 +1485,10 @@ class TreeBuilder:
         coef : array-like of float, optional
             Coefficients of a ``HYPERPLANE`` split (length ``n_features``) or of
             a ``QUADRATIC`` split (one per monomial of :func:`quadratic_terms`).
+        polytope : mapping, optional
+            ``POLYTOPE`` only: ``r`` (K positive expert weights), ``bias`` (K),
+            ``coefs`` (K x n_features) and optionally ``facet`` (K flags of
+            the experts printed as facets; default all).
         """
         node = self._check_id(node, "node")
         left = self._check_id(left, "left")
@@ -1392,7 +1506,7 @@ class TreeBuilder:
                 raise ValueError("node 0 is the root and cannot be a child")
             if self._has_parent[child]:
                 raise ValueError(f"node {child} already has a parent")
-        if kind in (HYPERPLANE, QUADRATIC):
+        if kind in (HYPERPLANE, QUADRATIC, POLYTOPE):
             if feature not in (None, -1):
                 raise ValueError(f"feature must be None or -1 for a {name} split; got {feature!r}")
             feature = -1
@@ -1431,6 +1545,12 @@ class TreeBuilder:
             self._coefs[node] = coef
         elif coef is not None:
             raise ValueError(f"coef is only used by HYPERPLANE and QUADRATIC splits, not {name}")
+        if kind == POLYTOPE:
+            if polytope is None:
+                raise ValueError("a POLYTOPE split needs polytope (r, bias, coefs)")
+            self._polytopes[node] = _as_polytope(polytope, self.n_features, node)
+        elif polytope is not None:
+            raise ValueError(f"polytope is only used by POLYTOPE splits, not {name}")
         self._kind[node] = kind
         self._feature[node] = int(feature)
         self._threshold[node] = threshold
@@ -1465,4 +1585,5 @@ class TreeBuilder:
             categories=self._categories,
             coefs=self._coefs,
             feature_categories=self.feature_categories,
+            polytopes=self._polytopes,
         )

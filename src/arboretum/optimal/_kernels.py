@@ -78,29 +78,47 @@ class UserObjective(NamedTuple):
     user_cost: object  #: the compiled leaf cost (a numba cfunc)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def leaf_cost(idx, obj):
     """Cost of a leaf holding the points of ``idx``: weighted misclassification of the majority
     class, weighted squared error around the weighted mean (two passes), or a user's cost of the
     leaf's statistics (USER).  Empty leaf: 0 for the built-in objectives."""
-    W = idx.shape[0]
     mode = obj.mode
+    if mode == USER:
+        return _user_leaf_cost(idx, obj)
+    cls_bits = obj.cls_bits
+    label = obj.label
+    weight = obj.weight
+    target = obj.target
+    counts = obj.counts
+    return _cost(idx, mode, cls_bits, label, weight, target, counts)
+
+
+@njit(cache=True, inline="always")
+def _cost(idx, mode, cls_bits, label, weight, target, counts):
+    """:func:`leaf_cost` on the objective's arrays, for the kernels, which read the fields of
+    the :class:`Objective` once (a field read in a hot loop costs a reference count each time,
+    more than the popcounts themselves).  The unit-weight 0-1 loss is inlined; the weighted
+    objectives, whose cost is a pass over the points anyway, are a call."""
     if mode == ZERO_ONE_UNIT:
-        cls_bits = obj.cls_bits
         total = 0
         best = 0
         for c in range(cls_bits.shape[0]):
             k = 0
-            for w in range(W):
+            for w in range(idx.shape[0]):
                 k += np.int64(popcount64(idx[w] & cls_bits[c, w]))
             total += k
             if k > best:
                 best = k
         return float(total - best)
-    weight = obj.weight
+    return _weighted_cost(idx, mode, label, weight, target, counts)
+
+
+@njit(cache=True, nogil=True)
+def _weighted_cost(idx, mode, label, weight, target, counts):
+    """Weighted 0-1 loss (``mode == ZERO_ONE``) or weighted squared error of the points ``idx``."""
+    W = idx.shape[0]
     if mode == ZERO_ONE:
-        counts = obj.counts
-        label = obj.label
         counts[:] = 0.0
         total = 0.0
         for w in range(W):
@@ -116,9 +134,6 @@ def leaf_cost(idx, obj):
             if counts[c] > best:
                 best = counts[c]
         return max(total - best, 0.0)
-    if mode == USER:
-        return _user_leaf_cost(idx, obj)
-    target = obj.target
     sw = 0.0
     swy = 0.0
     for w in range(W):
@@ -183,7 +198,7 @@ def _count(idx):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def local_kmat(comb, pos, defs, km):
     """``km[a, b]`` = Kmat of rules ``comb[a]``, ``comb[b]`` (spec §2.2): +1 when every defining
     point of ``comb[b]`` is in ``comb[a]+``, -1 when none is, 0 otherwise; 0 on the diagonal."""
@@ -220,12 +235,20 @@ class Work(NamedTuple):
     f_best: np.ndarray  #: (K + 2,) float64
     f_ub: np.ndarray  #: (K + 2,) float64: the frame's bound as given
     f_left: np.ndarray  #: (K + 2,) float64: cost of the left subtree of the root being tried
+    rb: np.ndarray  #: (M, 2, >= K) float64 root bounds (:mod:`.bounds`), or shape (0, 2, 1): none
+    tally: np.ndarray  #: (2,) int64: roots of the last combination skipped by ``rb`` / tried
 
 
-def make_work(K: int, n_words: int) -> Work:
+def make_work(K: int, n_words: int, rb: np.ndarray | None = None) -> Work:
+    """Scratch of :func:`sodt_cost` for ``K`` rules over ``n_words`` words; ``rb[r, s, k]`` is a
+    lower bound on the cost of any subtree with exactly ``k`` rules on side ``s`` (0: ``r+``,
+    1: ``r-``) of the root ``r`` (see :func:`.bounds.root_bounds`)."""
     z = lambda: np.zeros(K + 2, dtype=np.int64)  # noqa: E731
+    if rb is None:
+        rb = np.zeros((0, 2, 1))
     return Work(np.zeros((max(K, 1), max(K, 1)), dtype=np.int64), np.zeros((K + 2, n_words), dtype=np.uint64),
-                z(), z(), z(), z(), z(), z(), np.zeros(K + 2), np.zeros(K + 2), np.zeros(K + 2))
+                z(), z(), z(), z(), z(), z(), np.zeros(K + 2), np.zeros(K + 2), np.zeros(K + 2),
+                np.ascontiguousarray(rb, dtype=np.float64), np.zeros(2, dtype=np.int64))
 
 
 _ENTER = 0
@@ -234,7 +257,7 @@ _AFTER_LEFT = 2
 _AFTER_RIGHT = 3
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
     """``sodt`` of the combination ``comb`` (spec eq. 17) with the constraints fused (§3.9).
 
@@ -242,10 +265,27 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
     ``comb`` when it is below ``ub``, else ``inf`` (also when no proper tree
     satisfies the constraints).  ``nmin``: fewest points in a
     leaf; ``depth``: most splits on a root-to-leaf path (-1: any).
+
+    With a root-bound table ``work.rb`` (rows for every rule), a root ``a`` of
+    the whole combination whose ``k+`` rules go left and ``k-`` right is
+    skipped when ``rb[a, 0, k+] + rb[a, 1, k-] >= ub``: every tree under that
+    root costs at least that much (the table's entries are lower bounds), so
+    none of them is below ``ub``.  ``work.tally`` counts the roots skipped
+    so and the roots tried.
     """
+    o_mode = obj.mode
+    o_cls = obj.cls_bits
+    o_label = obj.label
+    o_weight = obj.weight
+    o_target = obj.target
+    o_counts = obj.counts
     K = comb.shape[0]
     km = work.km
     local_kmat(comb, pos, defs, km)
+    rb = work.rb
+    tally = work.tally
+    tally[0] = 0
+    tally[1] = 0
     idx = work.idx
     f_set = work.f_set
     f_depth = work.f_depth
@@ -274,7 +314,10 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
                 if nmin > 0 and _count(idx[L]) < nmin:
                     ret = INF
                 else:
-                    ret = leaf_cost(idx[L], obj)
+                    if o_mode == USER:
+                        ret = _user_leaf_cost(idx[L], obj)
+                    else:
+                        ret = _cost(idx[L], o_mode, o_cls, o_label, o_weight, o_target, o_counts)
                 L -= 1
                 if L < 0:
                     return ret
@@ -316,8 +359,22 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
                                 plus |= 1 << b
                             else:
                                 minus |= 1 << b
+                    if ok and L == 0 and rb.shape[0] > 0:
+                        k_plus = 0
+                        k_minus = 0
+                        for b in range(K):
+                            if (plus >> b) & 1:
+                                k_plus += 1
+                            if (minus >> b) & 1:
+                                k_minus += 1
+                        r = comb[a]
+                        if rb[r, 0, k_plus] + rb[r, 1, k_minus] >= f_best[0]:
+                            tally[0] += 1
+                            ok = False
                     if ok:
                         found = a
+                        if L == 0:
+                            tally[1] += 1
                         break
                 a += 1
             if found < 0:
@@ -365,7 +422,7 @@ def sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, ub, work):
         f_phase[L] = _NEXT
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def next_combination(comb, M):
     """Advance ``comb`` to the next K-combination of ``0 .. M-1`` in lexicographic order; False at the end."""
     K = comb.shape[0]
@@ -380,19 +437,22 @@ def next_combination(comb, M):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def search_chunk(comb, max_count, pos, defs, all_bits, obj, nmin, depth, best, best_comb, work):
     """Solve up to ``max_count`` combinations from ``comb`` on (lexicographic order).
 
     ``best[0]`` is the incumbent cost; a combination strictly better replaces it
     and is copied to ``best_comb``.  ``comb`` is left at the next combination
-    to solve.  Returns ``(solved, finished)``.
+    to solve.  Returns ``(solved, finished)``; ``best[1]`` (when present)
+    counts the combinations whose every root the root bounds excluded.
     """
     M = pos.shape[0]
     K = comb.shape[0]
     done = 0
     while done < max_count:
         c = sodt_cost(comb, pos, defs, all_bits, obj, nmin, depth, best[0], work)
+        if work.tally[1] == 0 and work.tally[0] > 0 and best.shape[0] > 1:
+            best[1] += 1.0
         done += 1
         if c < best[0]:
             best[0] = c
@@ -401,3 +461,263 @@ def search_chunk(comb, max_count, pos, defs, all_bits, obj, nmin, depth, best, b
         if not next_combination(comb, M):
             return done, True
     return done, False
+
+
+# ---------------------------------------------------------------------------
+# bounds, single splits inside a subset, the K = 2 path (:mod:`.bounds`)
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def leaf_weight(idx, obj):
+    """Total weight of the points of ``idx`` (their number for unit weights)."""
+    if obj.mode == ZERO_ONE_UNIT:
+        return float(_count(idx))
+    weight = obj.weight
+    total = 0.0
+    for w in range(idx.shape[0]):
+        b = idx[w]
+        while b != 0:
+            t = np.int64(ctz64(b))
+            total += weight[w * 64 + t]
+            b &= b - np.uint64(1)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def side_table(pos, all_bits, obj, nmin, f, wt):
+    """``f[r, s]``: cost of the leaf ``r+`` (``s = 0``) or ``r-`` (``s = 1``), inf when it holds
+    fewer than ``nmin`` points; ``wt[r, s]``: its weight."""
+    o_mode = obj.mode
+    o_cls = obj.cls_bits
+    o_label = obj.label
+    o_weight = obj.weight
+    o_target = obj.target
+    o_counts = obj.counts
+    M = pos.shape[0]
+    W = all_bits.shape[0]
+    idx = np.empty(W, dtype=np.uint64)
+    for r in range(M):
+        for s in range(2):
+            for w in range(W):
+                idx[w] = all_bits[w] & (pos[r, w] if s == 0 else ~pos[r, w])
+            if _count(idx) < nmin:
+                f[r, s] = INF
+            elif o_mode == USER:
+                f[r, s] = _user_leaf_cost(idx, obj)
+            else:
+                f[r, s] = _cost(idx, o_mode, o_cls, o_label, o_weight, o_target, o_counts)
+            wt[r, s] = leaf_weight(idx, obj)
+
+
+@njit(cache=True, inline="always")
+def _defs_in(defs, b, idx):
+    for p in range(defs.shape[1]):
+        n = defs[b, p]
+        if n < 0:
+            break
+        if ((idx[n >> 6] >> np.uint64(n & 63)) & np.uint64(1)) == 0:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _defs_inside(defs, b, inside):
+    for p in range(defs.shape[1]):
+        n = defs[b, p]
+        if n < 0:
+            break
+        if not inside[n]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _scan_unit(idx, inside, starts, pos, defs, cls_bits, nmin, ub, skip, lo, hi, out, collect):
+    """:func:`best_split_in` / :func:`splits_reaching` for unit-weight 0-1 loss (popcounts only,
+    no call in the loop)."""
+    M = pos.shape[0]
+    W = idx.shape[0]
+    C = cls_bits.shape[0]
+    best = ub
+    found = -1
+    n_out = 0
+    b = -1
+    while b + 1 < M:
+        b += 1
+        if starts.shape[0] > 0 and not inside[defs[b, 0]]:
+            b = starts[defs[b, 0] + 1] - 1  # the rules of that first defining point all fail
+            continue
+        if b == skip or not _defs_inside(defs, b, inside):
+            continue
+        n_lo = 0
+        n_hi = 0
+        for w in range(W):
+            lo[w] = idx[w] & pos[b, w]
+            hi[w] = idx[w] & ~pos[b, w]
+            n_lo += np.int64(popcount64(lo[w]))
+            n_hi += np.int64(popcount64(hi[w]))
+        if n_lo < nmin or n_hi < nmin:
+            continue
+        m_lo = 0
+        m_hi = 0
+        for c in range(C):
+            k_lo = 0
+            k_hi = 0
+            for w in range(W):
+                k_lo += np.int64(popcount64(lo[w] & cls_bits[c, w]))
+                k_hi += np.int64(popcount64(hi[w] & cls_bits[c, w]))
+            if k_lo > m_lo:
+                m_lo = k_lo
+            if k_hi > m_hi:
+                m_hi = k_hi
+        c = float(n_lo - m_lo + n_hi - m_hi)
+        if collect:
+            if c <= ub:
+                out[n_out] = b
+                n_out += 1
+        elif c < best or (found < 0 and c <= best):
+            best = c
+            found = b
+    return best, found, n_out
+
+
+@njit(cache=True, nogil=True)
+def _scan_weighted(idx, inside, starts, pos, defs, mode, label, weight, target, counts, nmin, ub, skip, lo, hi, out,
+                   collect):
+    """:func:`best_split_in` / :func:`splits_reaching` for the weighted objectives."""
+    M = pos.shape[0]
+    W = idx.shape[0]
+    best = ub
+    found = -1
+    n_out = 0
+    b = -1
+    while b + 1 < M:
+        b += 1
+        if starts.shape[0] > 0 and not inside[defs[b, 0]]:
+            b = starts[defs[b, 0] + 1] - 1  # the rules of that first defining point all fail
+            continue
+        if b == skip or not _defs_inside(defs, b, inside):
+            continue
+        for w in range(W):
+            lo[w] = idx[w] & pos[b, w]
+            hi[w] = idx[w] & ~pos[b, w]
+        if nmin > 0 and (_count(lo) < nmin or _count(hi) < nmin):
+            continue
+        cl = _weighted_cost(lo, mode, label, weight, target, counts)
+        if cl > (ub if collect else best):
+            continue
+        c = cl + _weighted_cost(hi, mode, label, weight, target, counts)
+        if collect:
+            if c <= ub:
+                out[n_out] = b
+                n_out += 1
+        elif c < best or (found < 0 and c <= best):
+            best = c
+            found = b
+    return best, found, n_out
+
+
+@njit(cache=True, nogil=True)
+def first_def_starts(defs, N):
+    """``starts[p]``: the first rule whose first defining point is ``>= p`` (``N + 1`` entries),
+    when the first defining points never decrease along the rules (hyperplanes: subsets in
+    lexicographic order), so a scan skips every rule of a first point outside the subset at
+    once; empty (no skipping) otherwise."""
+    M = defs.shape[0]
+    for b in range(1, M):
+        if defs[b, 0] < defs[b - 1, 0] or defs[b, 0] < 0:
+            return np.zeros(0, dtype=np.int64)
+    starts = np.empty(N + 1, dtype=np.int64)
+    b = 0
+    for p in range(N + 1):
+        while b < M and defs[b, 0] < p:
+            b += 1
+        starts[p] = b
+    return starts
+
+
+@njit(cache=True, nogil=True)
+def _scan(idx, pos, defs, starts, obj, nmin, ub, skip, scratch, out, collect):
+    N = obj.label.shape[0]
+    inside = np.zeros(N, dtype=np.bool_)
+    for w in range(idx.shape[0]):
+        b = idx[w]
+        while b != 0:
+            inside[w * 64 + np.int64(ctz64(b))] = True
+            b &= b - np.uint64(1)
+    lo = scratch[0]
+    hi = scratch[1]
+    mode = obj.mode
+    if mode == ZERO_ONE_UNIT:
+        cls_bits = obj.cls_bits
+        return _scan_unit(idx, inside, starts, pos, defs, cls_bits, nmin, ub, skip, lo, hi, out, collect)
+    label = obj.label
+    weight = obj.weight
+    target = obj.target
+    counts = obj.counts
+    return _scan_weighted(idx, inside, starts, pos, defs, mode, label, weight, target, counts, nmin, ub, skip, lo, hi,
+                          out, collect)
+
+
+@njit(cache=True, nogil=True)
+def best_split_in(idx, pos, defs, starts, obj, nmin, ub, skip, scratch):
+    """The best single split of the points ``idx`` by a rule whose defining points all lie in
+    ``idx`` (so that it may sit below the rules that made ``idx``; rule ``skip`` excluded).
+
+    Returns ``(cost, rule)`` of the first rule (in rule order) of least cost
+    among those costing at most ``ub``, or ``(inf, -1)`` when none does.
+    Both leaves must hold ``nmin`` points.  ``scratch``: (2, n_words) uint64;
+    ``starts``: :func:`first_def_starts` of ``defs``.
+    """
+    out = np.empty(0, dtype=np.int64)
+    best, found, _ = _scan(idx, pos, defs, starts, obj, nmin, ub, skip, scratch, out, False)
+    return (best if found >= 0 else INF), found
+
+
+@njit(cache=True, nogil=True)
+def splits_reaching(idx, pos, defs, starts, obj, nmin, target, skip, scratch, out):
+    """Every rule (as :func:`best_split_in` admits them) whose split of ``idx`` costs at most
+    ``target``, in rule order, into ``out``; returns how many."""
+    _, _, n = _scan(idx, pos, defs, starts, obj, nmin, target, skip, scratch, out, True)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def k2_roots(roots, lb, start, stop, pos, defs, starts, all_bits, obj, nmin, ftab, best, tol, g, h1):
+    """Score the roots ``roots[start:stop]`` of the K = 2 path (see :func:`.bounds.solve_pairs`).
+
+    Root ``t`` is ``(a, s) = (roots[t] >> 1, roots[t] & 1)``: rule ``a`` at
+    the root, the second rule on side ``s`` (0: ``a+``), the other side a
+    leaf.  The roots come in increasing ``lb`` (a lower bound of their best
+    tree); the scan stops at the first with ``lb > best[0] + tol`` (all later
+    ones are no better) and returns its position (``stop`` if none).
+    ``g[t]``: cost of the root's best tree (inf if none is at most
+    ``best[0] + tol``); ``h1[t]``: a lower bound of the best single split of
+    side ``s`` (exact when ``g[t]`` is finite).
+    """
+    W = all_bits.shape[0]
+    idx = np.empty(W, dtype=np.uint64)
+    scratch = np.empty((2, W), dtype=np.uint64)
+    for t in range(start, stop):
+        if lb[t] > best[0] + tol:
+            return t
+        a = roots[t] >> 1
+        s = roots[t] & 1
+        fo = ftab[a, 1 - s]
+        g[t] = INF
+        h1[t] = lb[t] - fo if fo < INF else INF
+        if fo == INF:
+            continue
+        for w in range(W):
+            idx[w] = all_bits[w] & (pos[a, w] if s == 0 else ~pos[a, w])
+        ub = best[0] + tol - fo
+        c, b = best_split_in(idx, pos, defs, starts, obj, nmin, ub, a, scratch)
+        if b >= 0:
+            h1[t] = c
+            g[t] = fo + c
+            if g[t] < best[0]:
+                best[0] = g[t]
+        elif ub > h1[t]:
+            h1[t] = ub
+    return stop

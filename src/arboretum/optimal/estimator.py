@@ -85,7 +85,8 @@ class _OptimalTreeBase(TreeEstimator):
     # Both estimators take the same parameters (scikit-learn reads them off this signature).
     def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
                  max_depth: int | None = None, min_samples_leaf: int = 1, objective: Any = None,
-                 time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, memory_limit: float | None = None,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.max_splits = max_splits
         self.exact_splits = exact_splits
         self.split_type = split_type
@@ -93,9 +94,11 @@ class _OptimalTreeBase(TreeEstimator):
         self.min_samples_leaf = min_samples_leaf
         self.objective = objective
         self.time_limit = time_limit
+        self.memory_limit = memory_limit
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
-    _parameter_constraints: dict = constraints("time_limit", "verbose", **_OWN)
+    _parameter_constraints: dict = constraints("time_limit", "memory_limit", "n_jobs", "verbose", **_OWN)
     #: The name of the built-in objective (``objective=None`` or this).
     _builtin_objective = ""
 
@@ -246,6 +249,7 @@ class _OptimalTreeBase(TreeEstimator):
             if greedy is not None and (sol.tree is None or greedy.cost < sol.cost):  # stopped early: CART is better
                 greedy.optimal, greedy.n_examined, greedy.n_total = False, sol.n_examined, sol.n_total
                 sol = greedy
+
             def split_of(r: int) -> tuple:  # axis_thresholds' threshold, for the tree's rules only (all N * D
                 col, v = E[:, r // n], float(E[r % n, r // n])  # of them can cost more than the search)
                 above = col[col > v]
@@ -261,21 +265,26 @@ class _OptimalTreeBase(TreeEstimator):
             if isinstance(self.split_type, CandidateRules):
                 rules = self.split_type.rule_set(E, rows=order)
             else:
-                rules = make_rules(E, self.split_type)
+                # the plane families' generation watches the clock: stopped, the rules made so far
+                rules = make_rules(E, self.split_type, deadline=clock.deadline)
             self.n_rules_ = rules.n_rules
-            greedy = None
-            if self.split_type == "axis" and not self.exact_splits and self.max_splits >= 1:
-                greedy = self._greedy(E, obj, labels, target, weight)
+            # user objectives: plain enumeration (the bounds assume a built-in loss)
+            bounded = self._memory_check(rules, n) and user_obj is None
+            greedy = self._incumbent(rules, E, obj, labels, target, weight) if bounded and rules.complete else None
             incumbent = None
             if greedy is not None:  # a little above its cost: the DP may sum the same leaves in another order
-                incumbent = (greedy.cost * (1 + 1e-12) + 1e-300 if obj.mode in (K.SQUARED, K.USER)
-                             else greedy.cost)
+                incumbent = greedy.cost * (1 + 1e-12) + 1e-300 if obj.mode != K.ZERO_ONE_UNIT else greedy.cost
             sol = solve(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
                         depth=self.max_depth, deadline=clock.deadline,
-                        progress=self._progress if self.verbose else None, incumbent=incumbent)
+                        progress=self._progress if self.verbose else None, incumbent=incumbent,
+                        bounds=bounded, n_jobs=self.n_jobs if user_obj is None else 1)  # user costs share scratch
             if sol.tree is None and greedy is not None:  # nothing beat the greedy tree (stopped, or rounding)
                 greedy.optimal, greedy.n_examined, greedy.n_total = sol.optimal, sol.n_examined, sol.n_total
+                greedy.n_pruned, greedy.lower_bound = sol.n_pruned, min(sol.lower_bound, greedy.cost)
                 sol = greedy
+            if not rules.complete:  # the optimum over part of the family certifies nothing
+                sol.optimal = False
+                sol.lower_bound = 0.0
 
             def split_of(r: int) -> tuple:
                 if rules.kind[r] == AXIS:
@@ -308,12 +317,48 @@ class _OptimalTreeBase(TreeEstimator):
         self.objective_ = float(sol.cost) * scale
         self.optimal_ = bool(sol.optimal)
         self.n_combinations_ = sol.n_examined
+        self.n_pruned_ = int(getattr(sol, "n_pruned", 0))
+        lower = sol.lower_bound if getattr(sol, "lower_bound", None) is not None else 0.0
+        self.lower_bound_ = self.objective_ if sol.optimal else min(float(lower) * scale, self.objective_)
         self.fit_time_ = clock.elapsed()
         self._set_stop(
             "completed" if sol.optimal else "time_limit",
             f"returning the best tree of {sol.n_examined:,} of {sol.n_total:,} combinations of rules "
             f"(objective {self.objective_:.6g}), not certified optimal",
         )
+
+    def _memory_check(self, rules, n: int) -> bool:
+        """Whether the bounds' tables fit in ``memory_limit`` beside the rules (else the plain,
+        slower enumeration runs, which needs no more than the rules); rules alone over the
+        limit are refused, with advice."""
+        if self.memory_limit is None:
+            return True
+        limit = float(self.memory_limit) * 2**20
+        have = sum(a.nbytes for a in (rules.pos, rules.defs, rules.kind, rules.feature, rules.threshold,
+                                      rules.assign) if a is not None)
+        if rules.planes is not None:
+            have += rules.planes.nbytes
+        if have > limit:
+            raise ValueError(
+                f"{type(self).__name__}: the {rules.n_rules:,} candidate rules on {n} samples take "
+                f"{have / 2**20:.1f} MiB, more than memory_limit={self.memory_limit!r} MiB; raise memory_limit, "
+                f"subsample the rows or select fewer features"
+            )
+        from .bounds import table_bytes
+
+        return have + table_bytes(rules.n_rules, self.max_splits) <= limit
+
+    def _incumbent(self, rules, E: np.ndarray, obj, labels, target, weight) -> Solution | None:
+        """The better of a greedy tree over the same rules (any family) and, for axis rules in
+        "at most K" requests, CART's tree: a feasible tree whose cost bounds the search."""
+        from .bounds import greedy_tree
+
+        cands = [greedy_tree(rules, obj, self.max_splits, exact=self.exact_splits, nmin=self.min_samples_leaf,
+                             depth=self.max_depth)]
+        if self.split_type == "axis" and not self.exact_splits and self.max_splits >= 1:
+            cands.append(self._greedy(E, obj, labels, target, weight))
+        cands = [c for c in cands if c is not None]
+        return min(cands, key=lambda c: c.cost) if cands else None
 
     def _greedy(self, E: np.ndarray, obj, labels, target, weight) -> Solution | None:
         """A CART tree with at most ``max_splits`` splits under the same constraints, as a tree of
@@ -493,6 +538,19 @@ _DOC_PARAMS = """
         the search, the best tree found so far is returned with ``optimal_ =
         False``, ``stop_reason_ = "time_limit"`` and a
         :class:`~arboretum.LimitWarning`.  None: no limit.
+    memory_limit : float or None, default=None
+        MiB for the candidate rules' bitsets and the search's tables.  Rules
+        alone over it: a ``ValueError`` before the search, with advice; rules
+        that fit but leave no room for the bounds' tables
+        (:func:`arboretum.optimal.bounds.table_bytes`): the plain enumeration
+        runs (same tree, slower; ``n_pruned_ = 0``).  None: no limit.
+    n_jobs : int or None, default=None
+        Workers for the combination loop (joblib; threads, the numba kernels
+        release the GIL): ``-1`` all cores; None one, unless inside a
+        ``joblib.parallel_backend`` (e.g. ``"dask"``, which spreads one fit
+        over a cluster).  The tree is the same for any value.  With a
+        user ``objective`` the loop runs in one worker (its compiled cost
+        shares scratch arrays).
     verbose : int, default=0
         If > 0, print progress about once a second.
 
@@ -509,7 +567,16 @@ _DOC_ATTRS = """
     n_rules_ : int
         Candidate rules ``M``.
     n_combinations_ : int
-        Combinations of rules solved.
+        Work units of the search examined: combinations of rules, except on
+        the K = 2 path (spec §3.13 item 7), where a unit is a (root rule,
+        side) pair standing for every 2-combination with that root.
+    n_pruned_ : int
+        Those of ``n_combinations_`` that admissible bounds (proved in
+        :mod:`arboretum.optimal.bounds`) excluded without solving them.
+    lower_bound_ : float
+        A lower bound of the optimal objective: ``objective_`` when
+        ``optimal_``, else what the bounds certify for the part not searched
+        (0 where nothing is known).
     fit_time_, compile_time_ : float
     binarizer_ : None
         These trees split raw values (no discretiser).
@@ -664,11 +731,13 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
                                (depth2.eval_root, None), (depth2.depth2_prepare, None), (depth2.depth2_solve, None),
                                (depth2.level_solve, None), (depth2.feature_best_splits, None),
                                (depth2.best_single_root, None), (depth2.split_subset, None), (depth2.leaf_of, None),
-                               (hyper1.hyperplane1_chunk, None)])
+                               (hyper1.hyperplane1_sweep, None), (K.k2_roots, None), (K.splits_reaching, None),
+                               (K.side_table, None)])
 def _warm() -> None:
     """Compile the kernels on a tiny problem (classification with and without weights, regression;
-    the generic DP, the axis-parallel search (depth-2 kernel and the levels above it, with and
-    without leaf sizes) and the single-hyperplane path)."""
+    the generic DP and its bounds, the axis-parallel search (depth-2 kernel and the levels above
+    it, with and without leaf sizes) and the single-hyperplane path)."""
+    from .bounds import greedy_tree
     from .rules import axis_rules
 
     X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
@@ -682,5 +751,8 @@ def _warm() -> None:
         obj8 = make_objective(8, **{a: (np.r_[v, v] if isinstance(v, np.ndarray) else v) for a, v in kw.items()})
         for k, depth, nmin in ((3, 2, 1), (3, None, 0), (4, None, 2)):
             axis.solve_axis(X8, obj8, k, depth=depth, nmin=nmin)
+        solve(rules, obj, 3, nmin=0)  # the bounds: K = 2 path, root bounds, greedy incumbent
+        solve(rules, obj, 3, nmin=1, exact=True)
+        greedy_tree(rules, obj, 2, exact=False, nmin=1, depth=None)
         for dim in range(1, 4):
             hyper1.solve_hyperplane1(np.c_[X, X[::-1]][:, :dim], obj, nmin=1)

@@ -43,6 +43,7 @@ Families
 from __future__ import annotations
 
 import itertools
+import time
 import math
 from dataclasses import dataclass
 
@@ -111,6 +112,8 @@ class RuleSet:
     assign: np.ndarray
     n_samples: int
     splits: list | None = None
+    #: False when a deadline stopped the generation: the rules of the subsets generated so far
+    complete: bool = True
 
     @property
     def n_rules(self) -> int:
@@ -294,7 +297,7 @@ def _side_values(X: np.ndarray, P: np.ndarray, subset: tuple[int, ...]) -> np.nd
     return s[0] if ok[0] else None
 
 
-def hyperplane_rules(X: np.ndarray) -> RuleSet:
+def hyperplane_rules(X: np.ndarray, deadline: float | None = None) -> RuleSet:
     """Hyperplane rules through every affinely independent ``D``-subset, with all ``2**D`` on-plane
     assignments of the defining points.
 
@@ -330,7 +333,7 @@ def hyperplane_rules(X: np.ndarray) -> RuleSet:
             f"hyperplane rules need 1 to {MAX_HYPERPLANE_DIM} features; got {D} (C(N, D) * 2**D rules "
             f"would be far too many: select a few features first)"
         )
-    return _family_rules(X, HYPER)
+    return _family_rules(X, HYPER, deadline)
 
 
 def lifted_dim(n_features: int) -> int:
@@ -340,7 +343,7 @@ def lifted_dim(n_features: int) -> int:
     return len(quadratic_terms(n_features))
 
 
-def quadratic_rules(X: np.ndarray) -> RuleSet:
+def quadratic_rules(X: np.ndarray, deadline: float | None = None) -> RuleSet:
     """Degree-2 hypersurface rules: :func:`hyperplane_rules` of the lifted points
     ``quadratic_features(X)``, through every affinely independent ``G``-subset of them with all
     ``2**G`` assignments of the defining points (kind :data:`QUAD`; ``planes`` in lifted coordinates).
@@ -364,15 +367,21 @@ def quadratic_rules(X: np.ndarray) -> RuleSet:
             f"would have {lifted_dim(D)} dimensions and C(N, {lifted_dim(D)}) * 2**{lifted_dim(D)} rules: "
             f"select one or two features first)"
         )
-    return _family_rules(quadratic_features(X), QUAD)
+    return _family_rules(quadratic_features(X), QUAD, deadline)
 
 
-def _family_rules(Z: np.ndarray, kind: int) -> RuleSet:
-    """The plane rules of every ``G``-subset of the rows of ``Z`` (lexicographic order), in batches."""
+def _family_rules(Z: np.ndarray, kind: int, deadline: float | None = None) -> RuleSet:
+    """The plane rules of every ``G``-subset of the rows of ``Z`` (lexicographic order), in batches;
+    a ``deadline`` (``time.perf_counter()`` seconds) checked between batches stops the generation
+    with the rules made so far (``complete=False``)."""
     n, G = Z.shape
     parts = []
+    complete = True
     it = itertools.combinations(range(n), G)
     while True:
+        if deadline is not None and time.perf_counter() >= deadline:
+            complete = False
+            break
         batch = np.array(list(itertools.islice(it, _BATCH)), dtype=np.int64).reshape(-1, G)
         if batch.shape[0] == 0:
             break
@@ -380,7 +389,9 @@ def _family_rules(Z: np.ndarray, kind: int) -> RuleSet:
         if part.n_rules:
             parts.append(part)
     if not parts:
-        return _empty(n, G, G, planes=True)
+        empty = _empty(n, G, G, planes=True)
+        empty.complete = complete
+        return empty
     return RuleSet(
         pos=np.concatenate([p.pos for p in parts]),
         defs=np.concatenate([p.defs for p in parts]),
@@ -390,6 +401,7 @@ def _family_rules(Z: np.ndarray, kind: int) -> RuleSet:
         planes=np.concatenate([p.planes for p in parts]),
         assign=np.concatenate([p.assign for p in parts]),
         n_samples=n,
+        complete=complete,
     )
 
 
@@ -447,7 +459,7 @@ def _delta_values(P: np.ndarray, delta: np.ndarray, Z: np.ndarray) -> np.ndarray
     return vals
 
 
-def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, float]:
+def routing_plane(rules: RuleSet, r: int, X: np.ndarray, side: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """A real hyperplane ``coef . x <= threshold`` that sends exactly the training points of ``r+`` left.
 
     First the rule's plane tilted towards its on-plane assignment by ``eps *
@@ -458,8 +470,18 @@ def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, fl
     ``delta`` vanishes), the maximum-margin separator of the partition (a
     linear programme on standardised columns) is used instead.  The tree
     routes new points by the plane returned; only training points are
-    guaranteed to go where the rule sends them.
+    guaranteed to go where the rule sends them.  The answer is kept on ``rules`` (per rule and
+    ``X``), as the single-hyperplane path and the tree builder both ask for it.  ``side``: the
+    robust sides of the points (:func:`_side_values`) when the caller has them already.
     """
+    cache = rules.__dict__.setdefault("_routing", {})
+    key = (r, id(X), X.shape)
+    if key not in cache or cache[key][0] is not X:
+        cache[key] = (X, _routing_plane(rules, r, X, side))
+    return cache[key][1]
+
+
+def _routing_plane(rules: RuleSet, r: int, X: np.ndarray, side: np.ndarray | None) -> tuple[np.ndarray, float]:
     D = X.shape[1]
     subset = [int(p) for p in rules.defs[r]]
     P = X[subset]
@@ -468,7 +490,8 @@ def routing_plane(rules: RuleSet, r: int, X: np.ndarray) -> tuple[np.ndarray, fl
     delta = np.array([1.0 if (a >> (D - 1 - k)) & 1 else -1.0 for k in range(D)])
     uc = _delta_affine(P, delta)
     wb = rules.planes[r]
-    side = _side_values(X, P, tuple(subset))
+    if side is None:
+        side = _side_values(X, P, tuple(subset))
     v = X @ wb[:D] + wb[D]
     d = X @ uc[:D] + uc[D]
     # an off-plane point is at risk only if the tilt pushes it towards the other side
@@ -528,12 +551,13 @@ def bytes_per_rule(split_type: str, n_samples: int, n_features: int) -> int:
     return 8 * n_words(n_samples) + 8 * max(g, 1) + (8 * (g + 1) if g else 0) + 25
 
 
-def make_rules(X: np.ndarray, split_type: str) -> RuleSet:
-    """The rule family ``split_type`` ("axis", "hyperplane" or "quadratic") of ``X``."""
+def make_rules(X: np.ndarray, split_type: str, deadline: float | None = None) -> RuleSet:
+    """The rule family ``split_type`` ("axis", "hyperplane" or "quadratic") of ``X``; the plane
+    families stop at ``deadline`` with the rules made so far (``complete=False``)."""
     if split_type == "axis":
         return axis_rules(X)
     if split_type == "hyperplane":
-        return hyperplane_rules(X)
+        return hyperplane_rules(X, deadline)
     if split_type == "quadratic":
-        return quadratic_rules(X)
+        return quadratic_rules(X, deadline)
     raise ValueError(f"split_type must be 'axis', 'hyperplane' or 'quadratic'; got {split_type!r}")

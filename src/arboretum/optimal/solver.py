@@ -32,7 +32,8 @@ from ._kernels import (
 )
 from .rules import RuleSet
 
-__all__ = ["Node", "Solution", "make_objective", "solve", "sodt_tree", "n_combinations", "leaf_value"]
+__all__ = ["Node", "Solution", "make_objective", "solve", "sodt_tree", "n_combinations", "leaf_value",
+           "run_tasks", "task_count", "combination_at"]
 
 #: Combinations solved per kernel call at first; doubled while a call takes under CHUNK_SECONDS.
 FIRST_CHUNK = 256
@@ -150,11 +151,135 @@ class Solution:
     n_examined: int = 0
     n_total: int = 0
     history: list = field(default_factory=list)
+    n_pruned: int = 0
+    lower_bound: float = 0.0
+    stop: str = "completed"
+
+
+def task_count(n_jobs: int | None) -> int:
+    """Workers the combination loop feeds at once: ``joblib.effective_n_jobs(n_jobs)`` (so that
+    ``None`` follows an enclosing ``joblib.parallel_backend``), 1 without joblib."""
+    if n_jobs == 1:
+        return 1
+    try:
+        import joblib
+    except ImportError:  # pragma: no cover
+        return 1
+    return max(1, int(joblib.effective_n_jobs(n_jobs)))
+
+
+def run_tasks(fn, tasks: list, n_jobs: int | None) -> list:
+    """``[fn(*t) for t in tasks]``, spread over joblib workers (threads by default; the kernels
+    release the GIL) unless one worker; results in task order."""
+    if task_count(n_jobs) == 1 or len(tasks) <= 1:
+        return [fn(*t) for t in tasks]
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(fn)(*t) for t in tasks)
+
+
+def combination_at(rank: int, M: int, k: int) -> np.ndarray:
+    """The ``rank``-th ``k``-combination of ``0 .. M-1`` in lexicographic order."""
+    out = np.empty(k, dtype=np.int64)
+    x = 0
+    for i in range(k):
+        while True:
+            c = math.comb(M - x - 1, k - i - 1)
+            if rank < c:
+                break
+            rank -= c
+            x += 1
+        out[i] = x
+        x += 1
+    return out
+
+
+def _search_block(comb, count, pos, defs, all_bits, obj, nmin, dep, rb, bound, deadline):
+    """Solve ``count`` combinations from ``comb`` on with the incumbent ``bound`` (one task of
+    :func:`solve`).  Returns ``(solved, best, best_comb, n_pruned, stopped)``."""
+    obj = obj._replace(counts=np.zeros_like(obj.counts))  # the scratch is per task
+    k = comb.shape[0]
+    comb = comb.copy()
+    work = make_work(k, pos.shape[1], rb)
+    best = np.array([bound, 0.0])
+    best_comb = np.full(k, -1, dtype=np.int64)
+    done = 0
+    step = FIRST_CHUNK
+    while done < count:
+        if deadline is not None and time.perf_counter() >= deadline:
+            return done, float(best[0]), best_comb, int(best[1]), True
+        t0 = time.perf_counter()
+        n, finished = search_chunk(comb, min(step, count - done), pos, defs, all_bits, obj, nmin, dep, best,
+                                   best_comb, work)
+        done += int(n)
+        if finished:
+            break
+        if time.perf_counter() - t0 < CHUNK_SECONDS and step < 1 << 22:
+            step *= 2
+    return done, float(best[0]), best_comb, int(best[1]), False
+
+
+def _level(k, M, pos, defs, all_bits, obj, nmin, dep, rb, bound, deadline, n_jobs, progress, counters,
+           floor=-math.inf):
+    """One level of the loop: every ``k``-combination, blocks of them spread over workers.
+
+    Blocks run with the incumbent ``bound`` known when their batch starts and
+    their results are merged in block order (a strictly better block replaces
+    the best), so the first minimiser in lexicographic order wins whatever
+    the number of workers.  ``floor`` is a lower bound of every combination of
+    the level: once the best is at most ``floor``, no later combination can be
+    strictly better and the rest of the level is skipped (counted as pruned).
+    Returns ``(best, combination or None, stopped)``.
+    """
+    total = math.comb(M, k)
+    workers = task_count(n_jobs)
+    best, best_comb = bound, None
+    rank = 0
+    block = FIRST_CHUNK * 16
+    while rank < total:
+        if deadline is not None and time.perf_counter() >= deadline:
+            return best, best_comb, True
+        t0 = time.perf_counter()
+        tasks = []
+        for _ in range(workers):
+            if rank >= total:
+                break
+            count = min(block, total - rank)
+            tasks.append((combination_at(rank, M, k), count, pos, defs, all_bits, obj, nmin, dep, rb, best,
+                          deadline))
+            rank += count
+        stopped = False
+        for done, b, bc, pruned, stop in run_tasks(_search_block, tasks, n_jobs):
+            counters[0] += done
+            counters[1] += pruned
+            if b < best:
+                best, best_comb = b, bc.copy()
+            stopped = stopped or stop
+        if progress is not None:
+            progress(counters[0], counters[2], best)
+        if stopped:
+            return best, best_comb, True
+        if best <= floor and rank < total:
+            counters[0] += total - rank
+            counters[1] += total - rank
+            break
+        if time.perf_counter() - t0 < 0.25 and block < 1 << 24:
+            block *= 2
+    return best, best_comb, False
+
+
+def _root_bound_min(rb: np.ndarray, k: int) -> float:
+    """``min_a min_{k1 + k2 = k - 1} rb[a, 0, k1] + rb[a, 1, k2]``: a lower bound of every tree with
+    exactly ``k`` rules (its root ``a`` has ``k1`` rules on the left, ``k2`` on the right; F1)."""
+    if rb.shape[0] == 0:
+        return 0.0
+    return float(min(np.min(rb[:, 0, k1] + rb[:, 1, k - 1 - k1]) for k1 in range(k)))
 
 
 def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = False, nmin: int = 0,
           depth: int | None = None, deadline: float | None = None,
-          progress: Callable[[int, int, float], None] | None = None, incumbent: float | None = None) -> Solution:
+          progress: Callable[[int, int, float], None] | None = None, incumbent: float | None = None,
+          bounds: bool = True, n_jobs: int | None = 1) -> Solution:
     """The optimal proper tree with exactly (``exact``) or at most ``max_splits`` rules.
 
     Parameters
@@ -172,7 +297,7 @@ def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = Fals
         Most splits on a root-to-leaf path.
     deadline : float or None
         ``time.perf_counter()`` value at which to stop; the result is then the
-        best found (``optimal=False``).
+        best found (``optimal=False``) with a lower bound.
     progress : callable, optional
         Called between chunks with ``(examined, total, best cost)``.
     incumbent : float, optional
@@ -182,55 +307,113 @@ def solve(rules: RuleSet, obj: Objective, max_splits: int, *, exact: bool = Fals
         whose optimum is at most ``incumbent`` is still found, and the first
         minimiser in order still wins).  If no combination reaches it, the
         result has no tree.
+    bounds : bool
+        Use the admissible bounds of :mod:`.bounds` (the K = 2 path, root
+        bounds); False runs the plain enumeration (the reference the bounds
+        are tested and timed against).  Same answer either way.
+    n_jobs : int or None
+        Workers for the combination loop (:func:`run_tasks`); same answer.
 
     Returns
     -------
     Solution
         ``tree`` is None only when no tree satisfies the constraints and the
         loop completed (infeasible request); ``cost`` is then ``inf``.
+        ``n_examined`` / ``n_total``: work units done / in all (K-combinations;
+        on the K = 2 path, (root, side) pairs, ``2 M`` per level), ``n_pruned``
+        those of them the bounds excluded without solving.
     """
+    from . import bounds as B
+
     M = rules.n_rules
-    W = rules.pos.shape[1]
-    all_bits = pack_rows_mask(np.ones(rules.n_samples, dtype=bool))
+    n = rules.n_samples
+    all_bits = pack_rows_mask(np.ones(n, dtype=bool))
     pos = np.ascontiguousarray(rules.pos)
     defs = np.ascontiguousarray(rules.defs)
     dep = -1 if depth is None else int(depth)
     ks = [max_splits] if exact else list(range(0, max_splits + 1))
-    total = sum(math.comb(M, k) for k in ks)
-    best = np.array([math.inf if incumbent is None else float(np.nextafter(incumbent, math.inf))])
-    best_k = -1
-    best_comb = np.zeros(0, dtype=np.int64)
-    examined = 0
+    pair_level = bounds and M >= 2 and (depth is None or depth >= 2)
+    use_pairs = lambda k: pair_level and k == 2  # noqa: E731
+    total = sum(2 * M if use_pairs(k) else math.comb(M, k) for k in ks if k <= M)
+    start = math.inf if incumbent is None else float(np.nextafter(incumbent, math.inf))
+    counters = [0, 0, total]  # examined, pruned, total
+    ftab = wtab = h1 = None
+    tol = 0.0
+    opts: list[float] = []  # opts[k] <= opt_k(all): the best found with at most k rules (bounds)
+    if bounds and max_splits >= 2:
+        ftab, wtab = B.side_costs(rules, obj, all_bits, nmin)
+        tol = B.tolerance(obj, float(leaf_cost(all_bits, obj)))
+        leaf = float(leaf_cost(all_bits, obj)) if n >= nmin else math.inf
+        single = float(np.min(ftab.sum(axis=1))) if M else math.inf
+        if depth is not None and depth < 1:
+            single = math.inf
+        opts = [leaf, min(leaf, single)]
+    best, best_k, best_comb = start, -1, np.zeros(0, dtype=np.int64)
     optimal = True
-    chunk = FIRST_CHUNK
+    lower = 0.0
+    stop_level = None
+
+    # exact K >= 3: the levels below K only build bounds (their answers are not returned)
+    if exact and bounds and max_splits >= 3 and not (deadline is not None and time.perf_counter() >= deadline):
+        sub = solve(rules, obj, max_splits - 1, nmin=nmin, depth=depth, deadline=deadline, bounds=True,
+                    n_jobs=n_jobs)
+        h1 = sub._h1
+        opts = sub._opts
     for k in ks:
         if k > M:
             continue
-        comb = np.arange(k, dtype=np.int64)
-        this_best = np.zeros(k, dtype=np.int64)
-        work = make_work(k, W)
-        before = best[0]
-        finished = False
-        while not finished:
-            if deadline is not None and time.perf_counter() >= deadline:
-                optimal = False
-                break
-            t0 = time.perf_counter()
-            n, finished = search_chunk(comb, chunk, pos, defs, all_bits, obj, nmin, dep, best, this_best, work)
-            examined += int(n)
-            if time.perf_counter() - t0 < CHUNK_SECONDS and chunk < 1 << 24:
-                chunk *= 2
-            if progress is not None:
-                progress(examined, total, float(best[0]))
-        if best[0] < before:
-            best_k = k
-            best_comb = this_best.copy()
-        if not optimal:
+        if use_pairs(k):
+            res = B.solve_pairs(rules, obj, ftab, wtab, nmin=nmin, opt1=opts[1], ub=best, deadline=deadline,
+                                n_jobs=n_jobs)
+            h1 = res.h1
+            counters[0] += res.n_scored + res.n_skipped if res.finished else res.n_scored
+            counters[1] += res.n_skipped if res.finished else 0
+            if res.combination and res.cost < best:
+                best, best_k, best_comb = res.cost, k, np.array(res.combination, dtype=np.int64)
+            stopped = not res.finished
+            level_lower = res.lower_bound
+        else:
+            rb = None
+            floor = 0.0 if bounds else -math.inf  # leaf costs are non-negative (F1)
+            if bounds and k >= 3 and ftab is not None:
+                rb = B.root_bounds(ftab, wtab, h1, opts, k, obj, tol)
+                floor = max(floor, _root_bound_min(rb, k))
+            if floor >= best:  # no combination of this level is strictly better: skip it whole
+                counters[0] += math.comb(M, k)
+                counters[1] += math.comb(M, k)
+                continue
+            b, bc, stopped = _level(k, M, pos, defs, all_bits, obj, nmin, dep, rb, best, deadline, n_jobs,
+                                    progress, counters, floor)
+            if bc is not None and b < best:
+                best, best_k, best_comb = b, k, bc
+            level_lower = 0.0
+            if stopped and rb is not None:  # every unexamined combination has a root with its bound
+                level_lower = _root_bound_min(rb, k)
+        if not exact and ftab is not None and not stopped:  # the running best is <= opt_k(all) (F3)
+            while len(opts) <= k:
+                opts.append(math.inf)
+            opts[k] = min(opts[k], best)
+        if stopped:
+            optimal = False
+            stop_level = k
+            lower = level_lower
             break
+    sol_lower = best
+    if not optimal:  # the stopped level's bound, and the root bounds of the levels not started
+        later = [kk for kk in ks if kk > stop_level]
+        sol_lower = min([best, lower] + [_root_bound_min(B.root_bounds(ftab, wtab, h1, opts, kk, obj, tol), kk)
+                                         if ftab is not None and kk >= 2 else 0.0 for kk in later])
     if best_k < 0:
-        return Solution(math.inf, None, (), optimal, examined, total)
-    cost, tree = sodt_tree(best_comb, rules, obj, nmin=nmin, depth=depth)
-    return Solution(cost, tree, tuple(int(r) for r in best_comb), optimal, examined, total)
+        sol = Solution(math.inf, None, (), optimal, counters[0], total, n_pruned=counters[1],
+                       lower_bound=sol_lower if not optimal else math.inf)
+    else:
+        cost, tree = sodt_tree(best_comb, rules, obj, nmin=nmin, depth=depth)
+        sol = Solution(cost, tree, tuple(int(r) for r in best_comb), optimal, counters[0], total,
+                       n_pruned=counters[1], lower_bound=min(sol_lower, cost))
+    if obj.mode == ZERO_ONE_UNIT and np.isfinite(sol.lower_bound):  # integer costs: round the bound up
+        sol.lower_bound = float(math.ceil(sol.lower_bound - 1e-9))
+    sol._h1, sol._opts = h1, opts
+    return sol
 
 
 def leaf_value(points: np.ndarray, *, labels=None, n_classes=0, target=None, weight=None):

@@ -1,0 +1,269 @@
+"""What the convex polytope tree benchmarks share: data sets (offline), methods side by side,
+timing and the throughput profile (epochs per second, share of time outside matrix products).
+
+Methods (one name each in the result tables):
+
+- ``CPT``: :class:`arboretum.ConvexPolytopeTreeClassifier` with its defaults (``time_limit=None``)
+  at the given depth; ``CPT(K=1)``: the same with ``max_facets=1`` (oblique splits, the paper's
+  ablation);
+- ``CART dN``: scikit-learn's entropy tree at depth N;
+- ``obliquetree``: ``obliquetree.Classifier`` (greedy oblique tree, PyPI) at the same depth;
+- ``SDT soft`` / ``SDT hard``: ``neural_trees.SoftDecisionTree`` (soft decision tree, PyPI) at the
+  same depth, predicting softly, and its ``to_hard_tree()`` export.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: Every torch model of a run (ours and neural-trees') uses one CPU thread: the machine is shared, and
+#: extra threads only spin there.
+THREADS = 1
+DATA = Path("/work/shared/datasets")
+
+
+# ---------------------------------------------------------------------------
+# data sets (offline copies only; nothing is downloaded)
+# ---------------------------------------------------------------------------
+
+
+def ring(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Spec-003 §4.2 replica: U([-1, 1]^2), class 1 iff 0.5 < |x| < 0.8."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 2))
+    r = np.hypot(*X.T)
+    return X, ((r > 0.5) & (r < 0.8)).astype(int)
+
+
+def connect4() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Connect-4 as CPT's LibSVM copy (42 cells one-hot: 126 0/1 features), the reference code's split:
+    one seed-0 permutation, the first 20% test, the rest (train + validation, merged) train."""
+    import pandas as pd
+
+    d = pd.read_csv(DATA / "pmlb-2017" / "connect-4.tsv.gz", sep="\t")
+    cells = d.drop(columns="target").to_numpy()
+    X = np.concatenate([(cells == v).astype(np.float64)[:, :, None] for v in (0, 1, 2)], 2).reshape(len(d), -1)
+    y = d["target"].to_numpy()
+    perm = np.random.RandomState(0).permutation(len(d))
+    n_test = int(0.2 * len(d))
+    return X[perm[n_test:]], y[perm[n_test:]], X[perm[:n_test]], y[perm[:n_test]]
+
+
+def letter() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """UCI Letter: the first 16,000 rows train, the last 4,000 test (the paper's split)."""
+    rows = []
+    with open(DATA / "uci-arff-liac" / "letter.arff") as fh:
+        data = False
+        for line in fh:
+            line = line.strip()
+            if not line or line.startswith("%"):
+                continue
+            if line.lower().startswith("@data"):
+                data = True
+                continue
+            if data:
+                rows.append(line.split(","))
+    X = np.array([[float(v) for v in r[:-1]] for r in rows])
+    y = np.array([r[-1].strip("'\"") for r in rows])
+    return X[:16000], y[:16000], X[16000:], y[16000:]
+
+
+def digits(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """scikit-learn's 8x8 digits (the MNIST stand-in: no installed package ships MNIST), 75/25 split."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.25, random_state=seed, stratify=y)
+    return Xa, ya, Xb, yb
+
+
+def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None):
+    """Bace or HIV as 2048-bit ECFP4 (RDKit Morgan, radius 2) with a deterministic scaffold split
+    (MoleculeNet's rule: Bemis-Murcko scaffold sets, largest first, fill 80% train, 10% valid,
+    10% test; train and valid are merged here for the final fit)."""
+    import pandas as pd
+    from rdkit import Chem, RDLogger
+    from rdkit.Chem import AllChem
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    RDLogger.DisableLog("rdApp.*")
+    path = DATA / "moleculenet" / ("bace.csv" if name == "bace" else "HIV.csv")
+    cache = cache or Path("/tmp") / f"polytope_ecfp_{name}.npz"
+    if cache.exists():
+        z = np.load(cache)
+        X, y, groups = z["X"], z["y"], z["groups"]
+    else:
+        d = pd.read_csv(path)
+        smiles = d["smiles"] if "smiles" in d else d["mol"]
+        target = d["Class"] if name == "bace" else d["target"]
+        fps, ys, scaffolds = [], [], []
+        for s, t in zip(smiles, target):
+            mol = Chem.MolFromSmiles(s)
+            if mol is None:
+                continue
+            fp = AllChem.GetMorganFingerprintAsBitVect(mol, radius, nBits=n_bits)
+            arr = np.zeros(n_bits, dtype=np.uint8)
+            arr[list(fp.GetOnBits())] = 1
+            fps.append(arr)
+            ys.append(int(t))
+            scaffolds.append(MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False))
+        X, y = np.array(fps), np.array(ys)
+        _, groups = np.unique(np.array(scaffolds), return_inverse=True)
+        np.savez_compressed(cache, X=X, y=y, groups=groups)
+    sets = {}
+    for i, g in enumerate(groups):
+        sets.setdefault(int(g), []).append(i)
+    order = sorted(sets.values(), key=lambda s: (len(s), s[0]), reverse=True)
+    train, test = [], []
+    cut = 0.9 * len(y)
+    for s in order:
+        (train if len(train) + len(s) <= cut else test).extend(s)
+    train, test = np.array(sorted(train)), np.array(sorted(test))
+    return X[train].astype(np.float64), y[train], X[test].astype(np.float64), y[test]
+
+
+# ---------------------------------------------------------------------------
+# methods
+# ---------------------------------------------------------------------------
+
+
+def cpt(depth: int, seed: int, **kw: Any):
+    from arboretum import ConvexPolytopeTreeClassifier
+
+    return ConvexPolytopeTreeClassifier(max_depth=depth, random_state=seed, time_limit=None, **kw)
+
+
+def cart(depth: int, seed: int):
+    from sklearn.tree import DecisionTreeClassifier
+
+    return DecisionTreeClassifier(max_depth=depth, criterion="entropy", random_state=seed)
+
+
+def obliquetree(depth: int, seed: int):
+    from obliquetree import Classifier
+
+    return Classifier(max_depth=depth, random_state=seed)
+
+
+class SDT:
+    """neural-trees' soft decision tree; ``hard=True`` predicts with its ``to_hard_tree()`` export."""
+
+    def __init__(self, depth: int, seed: int, hard: bool = False, **kw: Any) -> None:
+        from neural_trees import SoftDecisionTree
+
+        self.model, self.hard = SoftDecisionTree(depth=depth, random_state=seed, **kw), hard
+
+    def fit(self, X, y):
+        from sklearn.preprocessing import StandardScaler
+
+        self.scaler = StandardScaler().fit(X)
+        self.model.fit(self.scaler.transform(X), y)
+        self.classes_ = self.model.classes_
+        self.tree = self.model.to_hard_tree() if self.hard else self.model
+        return self
+
+    def predict_proba(self, X):
+        return self.tree.predict_proba(self.scaler.transform(X))
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), 1)]
+
+
+def n_leaves(est: Any, X: np.ndarray) -> tuple[int, int]:
+    """(structural leaves, leaves reached by the training data); -1 where a peer does not say."""
+    if isinstance(est, SDT):
+        return 2 ** est.model.depth, -1
+    if hasattr(est, "tree_") and hasattr(est.tree_, "apply_encoded"):
+        return est.tree_.n_leaves, len(np.unique(est.apply(X)))
+    if hasattr(est, "get_n_leaves"):
+        return est.get_n_leaves(), len(np.unique(est.apply(X)))
+    return -1, -1
+
+
+def evaluate(make: Callable[[], Any], Xtr, ytr, Xte, yte, binary_auc: bool) -> dict:
+    """Fit, time (wall and process CPU) and score one method."""
+    from sklearn.metrics import accuracy_score, roc_auc_score
+
+    import torch
+
+    torch.set_num_threads(THREADS)
+    est = make()
+    t0, c0 = time.perf_counter(), time.process_time()
+    est.fit(Xtr, ytr)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    proba = np.asarray(est.predict_proba(Xte))
+    classes = np.asarray(getattr(est, "classes_", np.unique(ytr)))  # obliquetree keeps no classes_
+    row = {"fit_s": wall, "cpu_s": cpu, "acc": accuracy_score(yte, classes[np.argmax(proba, 1)])}
+    if binary_auc:
+        row["auc"] = roc_auc_score(yte, proba[:, list(classes).index(1)])
+    row["leaves"], row["used_leaves"] = n_leaves(est, Xtr)
+    if hasattr(est, "n_facets_"):
+        row["facets"] = " ".join(str(int(k)) for k in est.n_facets_[est.tree_.split_kind != 0])
+        row["epochs"] = len(est.epoch_history_["epoch"])
+        row["epochs_per_s"] = row["epochs"] / wall
+        row["refined"] = bool(est.refined_)
+    return row
+
+
+def throughput(make: Callable[[], Any], X, y) -> dict:
+    """Epochs per second of a fit and the share of its CPU time outside matrix products (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    est = make()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        wall = time.perf_counter() - t0
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    matmul = sum(e.self_cpu_time_total for e in events if e.key in ("aten::mm", "aten::bmm", "aten::addmm"))
+    torch_ms = total / 1e3
+    return {"epochs": len(est.epoch_history_["epoch"]), "wall_s": wall, "epochs_per_s": len(est.epoch_history_["epoch"]) / wall,
+            "torch_cpu_s": torch_ms / 1e3, "matmul_share_of_torch": matmul / total if total else float("nan"),
+            "outside_matmul_share_of_wall": 1 - (matmul / 1e6) / wall}
+
+
+def header(title: str, command: str, notes: list[str]) -> list[str]:
+    from engine import machine_info
+
+    import torch
+
+    meta = machine_info()
+    try:
+        load = open("/proc/loadavg").read().split()[:3]
+    except OSError:
+        load = ["?"]
+    return [f"# {title}", "",
+            f"Command: `{command}`",
+            "",
+            f"Run {meta['date']} on {meta['machine']} (shared by several engineers; load average at start "
+            f"{' '.join(load)}: timings are noisy, compare within a run); python {meta['python']}, "
+            f"numpy {meta['numpy']}, scikit-learn {meta['scikit-learn']}, torch {torch.__version__}, "
+            f"arboretum git {meta['git']}. No GPU was lent to this task: GPU timings could not be taken.",
+            "", *notes, ""]
+
+
+def summary_table(rows: list[dict], metric: str, paper: dict[str, str] | None = None) -> list[str]:
+    """Markdown table: mean and standard error over seeds of ``metric``, leaves, fit time, per method."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    out = [f"| method | {metric} mean ± s.e. | seeds | leaves (used) | fit s (CPU s) | paper |",
+           "|---|---|---|---|---|---|"]
+    for method, g in df.groupby("method", sort=False):
+        m = g[metric]
+        se = m.std(ddof=1) / np.sqrt(len(m)) if len(m) > 1 else float("nan")
+        out.append(f"| {method} | {m.mean():.4f} ± {se:.4f} | {len(m)} | {g['leaves'].mean():.1f} "
+                   f"({g['used_leaves'].mean():.1f}) | {g['fit_s'].mean():.1f} ({g['cpu_s'].mean():.1f}) | "
+                   f"{(paper or {}).get(method, '')} |")
+    return out

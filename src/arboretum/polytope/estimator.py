@@ -1,0 +1,635 @@
+"""``ConvexPolytopeTreeClassifier`` and ``ConvexPolytopeTreeRegressor`` (Armandpour & Zhou 2020, spec-003).
+
+The fit has two phases (spec §3): greedy top-down growth, where each node's committee is trained as
+a soft stump on the samples that reach it and then cut at the hard threshold that minimises the
+children's impurity, and an optional end-to-end refinement of all committees with the structure
+fixed.  Fitting needs PyTorch; the fitted ``tree_`` (``POLYTOPE`` splits on the raw columns) predicts,
+prints, plots and saves with NumPy alone.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import _num_samples
+
+from .._compile import register
+from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
+from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
+from ..optimal.estimator import _raw_columns
+from ..tree import POLYTOPE, Tree, TreeBuilder, polytope_intensity
+from . import search
+from ._torch import import_torch, resolve_device
+
+__all__ = ["ConvexPolytopeTreeClassifier", "ConvexPolytopeTreeRegressor", "auto_epochs", "auto_batch_size"]
+
+#: Optimizer steps a stump gets with ``epochs="auto"`` (and half of them for ``refine_epochs="auto"``).
+AUTO_STEPS = 1600
+
+_AUTO = Options(("auto",))
+_OWN: dict = {
+    "max_depth": [Interval(numbers.Integral, 0, None)],
+    "max_facets": [Interval(numbers.Integral, 1, None)],
+    "use_prior": ["boolean"],
+    "prior_weight": [Interval(numbers.Real, 0, None, closed="left")],
+    "prior_warmup": [Interval(numbers.Real, 0, 1, closed="both")],
+    "gamma0": [Interval(numbers.Real, 0, None, closed="neither")],
+    "c0": [Interval(numbers.Real, 0, None, closed="neither")],
+    "a_beta": [Interval(numbers.Real, 0, None, closed="neither")],
+    "b_beta": [Interval(numbers.Real, 0, None, closed="neither")],
+    "initial_steepness": [Interval(numbers.Real, 0, None, closed="neither")],
+    "steepness_inc": [Interval(numbers.Real, 0, None, closed="left")],
+    "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+    "epochs": [Interval(numbers.Integral, 1, None), _AUTO],
+    "batch_size": [Interval(numbers.Integral, 1, None), _AUTO],
+    "refine": ["boolean"],
+    "refine_epochs": [Interval(numbers.Integral, 1, None), _AUTO],
+    "n_restarts": [Interval(numbers.Integral, 1, None)],
+    "threshold_mode": [Options(("search", "half"))],
+    "min_samples_split": [Interval(numbers.Integral, 2, None)],
+    "min_samples_leaf": [Interval(numbers.Integral, 1, None)],
+    "device": [Options(("cpu", "cuda", "auto"))],
+}
+
+
+def auto_batch_size(n: int) -> int:
+    """``batch_size="auto"``: at most 1000 (spec §3.0) and at least 8 mini-batches an epoch."""
+    return max(1, min(1000, math.ceil(n / 8)))
+
+
+def auto_epochs(n: int, batch_size: int, steps: int = AUTO_STEPS, low: int = 40, high: int = 300) -> int:
+    """``epochs="auto"``: enough epochs for about ``steps`` Adam steps, within [low, high]."""
+    per_epoch = max(1, math.ceil(n / batch_size))
+    return int(min(high, max(low, math.ceil(steps / per_epoch))))
+
+
+class _Node:
+    """A node of the tree being grown: its training samples and, once split, its committee."""
+
+    def __init__(self, idx: np.ndarray, depth: int) -> None:
+        self.idx, self.depth = idx, depth
+        self.left = self.right = -1
+        self.B = self.rho = self.mask = None  # (K, D+1), (K,), (K,) in standardised space
+        self.t = self.tau = 0.0
+        self.committee: dict | None = None  # on the raw columns (POLYTOPE split of Tree)
+
+
+class _ConvexPolytopeTreeBase(TreeEstimator):
+    """What both convex polytope tree estimators share: growth, refinement, the fitted tree."""
+
+    _uses_binary_questions = False
+    _kernel_family = "polytope"  # PyTorch's first-use set-up, run before the clock (:func:`_warm`)
+    _task = "classification"
+
+    def __init__(self, max_depth: int = 3, max_facets: int = 30, use_prior: bool = True, prior_weight: float = 1.0,
+                 prior_warmup: float = 0.5, gamma0: float = 1.0, c0: float = 1.0, a_beta: float = 1e-6,
+                 b_beta: float = 1e-6, initial_steepness: float = 1.0, steepness_inc: float = 0.01,
+                 learning_rate: float = 0.01, epochs: int | str = "auto", batch_size: int | str = "auto",
+                 refine: bool = True, refine_epochs: int | str = "auto", n_restarts: int = 3,
+                 threshold_mode: str = "search", min_samples_split: int = 10, min_samples_leaf: int = 1,
+                 random_state: Any = None, device: str = "cpu", n_jobs: int | None = None,
+                 time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
+        self.max_depth = max_depth
+        self.max_facets = max_facets
+        self.use_prior = use_prior
+        self.prior_weight = prior_weight
+        self.prior_warmup = prior_warmup
+        self.gamma0 = gamma0
+        self.c0 = c0
+        self.a_beta = a_beta
+        self.b_beta = b_beta
+        self.initial_steepness = initial_steepness
+        self.steepness_inc = steepness_inc
+        self.learning_rate = learning_rate
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.refine = refine
+        self.refine_epochs = refine_epochs
+        self.n_restarts = n_restarts
+        self.threshold_mode = threshold_mode
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+        self.device = device
+        self.n_jobs = n_jobs
+        self.time_limit = time_limit
+        self.verbose = verbose
+
+    _parameter_constraints: dict = constraints("random_state", "n_jobs", "time_limit", "verbose", **_OWN)
+
+    # -- the fit -----------------------------------------------------------------------------
+    def _fit(self, X: Any, y: np.ndarray, n_classes: int) -> None:
+        """Common fit after the targets are checked: ``y`` are class indices or float targets."""
+        self._torch = torch = import_torch(type(self).__name__)
+        from . import model
+
+        self._model = model
+        device = resolve_device(self.device)
+        threads = torch.get_num_threads()
+        try:
+            torch.set_num_threads(self._n_threads(X, threads))
+            self._fit_torch(X, y, n_classes, torch, device)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _n_threads(self, X: Any, default: int) -> int:
+        """Torch threads of the fit: 1 with ``n_jobs=None`` (mini-batch steps are small, and extra threads
+        only spin on a busy machine), ``n_jobs`` when positive, all but ``-n_jobs - 1`` cores when negative."""
+        if self.n_jobs is None or self.n_jobs == 0:
+            return 1
+        if self.n_jobs > 0:
+            return int(self.n_jobs)
+        return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
+
+    def _fit_torch(self, X: Any, y: np.ndarray, n_classes: int, torch: Any, device: Any) -> None:
+        clock = self._start_clock()
+        self._clock_ = clock
+        seed = int(check_random_state(self.random_state).randint(2**31 - 1))
+        self._gen = torch.Generator().manual_seed(seed)
+        E, cats = _raw_columns(X, self)
+        self.binarizer_ = None
+        n, d = E.shape
+        self._mean = E.mean(0)
+        scale = E.std(0)
+        self._scale = np.where(scale > 0, scale, 1.0)
+        Xs = (E - self._mean) / self._scale
+        self._Xt = torch.tensor(np.c_[np.ones(n), Xs], dtype=torch.float32, device=device)
+        if self._task == "classification":
+            self._target = torch.nn.functional.one_hot(torch.as_tensor(y), n_classes).to(torch.float32).to(device)
+        else:
+            center, spread = float(y.mean()), float(y.std())
+            self._target = torch.tensor((y - center) / (spread if spread > 0 else 1.0), dtype=torch.float32,
+                                        device=device)
+        self._E, self._y, self._n_classes = E, y, n_classes
+        self.epoch_history_ = {"phase": [], "level": [], "epoch": [], "loss": [], "objective": [], "tau": []}
+        self.device_ = str(device)
+        self._last_print = 0.0
+        stop = "completed"
+        nodes = self._grow(n, d)
+        if self._stopped:
+            stop = "time_limit"
+        greedy_cost = self._tree_cost(nodes)
+        self.refined_ = False
+        if self.refine and not self._stopped and any(nd.committee is not None for nd in nodes):
+            refined = self._refine(nodes)
+            if refined is not None and self._tree_cost(refined) <= greedy_cost + 1e-9 * max(1.0, abs(greedy_cost)):
+                nodes, self.refined_ = refined, True
+            if self._stopped:
+                stop = "time_limit"
+        self.tree_ = self._build_tree(nodes, d, cats)
+        self.objective_ = self._tree_cost(nodes) / n
+        self.n_facets_ = np.array([int(self.tree_.polytopes[i]["facet"].sum()) if i in self.tree_.polytopes else 0
+                                   for i in range(self.tree_.n_nodes)])
+        self.fit_time_ = clock.elapsed()
+        for name in ("_torch", "_model", "_gen", "_Xt", "_target", "_E", "_y", "_clock_", "_mean", "_scale",
+                     "_stopped", "_last_print", "_n_classes"):
+            delattr(self, name)
+        self._set_stop(stop, "returning the tree grown so far" if stop != "completed" else "")
+
+    def _settings(self, n: int, epochs: Any, low: int, high: int, steps: int) -> Any:
+        bs = auto_batch_size(n) if self.batch_size == "auto" else min(int(self.batch_size), n)
+        ep = auto_epochs(n, bs, steps, low, high) if epochs == "auto" else int(epochs)
+        return self._model.Settings(
+            task=self._task, lr=float(self.learning_rate), epochs=ep, batch_size=bs,
+            steepness_inc=float(self.steepness_inc), use_prior=bool(self.use_prior),
+            prior_weight=float(self.prior_weight), prior_warmup=float(self.prior_warmup), gamma0=float(self.gamma0),
+            c0=float(self.c0), a_beta=float(self.a_beta), b_beta=float(self.b_beta), expired=self._clock_.expired)
+
+    def _progress(self, phase: str, node: int, s: Any):
+        def report(epoch: int, loss: float, total: float) -> None:
+            now = time.perf_counter()
+            if self.verbose >= 2 or now - self._last_print >= 1.0 or epoch + 1 == s.epochs:
+                self._last_print = now
+                where = f"level {node}" if phase == "grow" else "refine"
+                print(f"[{type(self).__name__}] {where} epoch {epoch + 1}/{s.epochs}: loss {loss:.5f} "
+                      f"(with prior {total:.5f}), {self._clock_.elapsed():.1f} s", file=sys.stderr, flush=True)
+        return report if self.verbose > 0 else None
+
+    def _record(self, phase: str, node: int, rows: list) -> None:
+        h = self.epoch_history_
+        for epoch, loss, total, tau in rows:
+            h["phase"].append(phase)
+            h["level"].append(node)
+            h["epoch"].append(int(epoch))
+            h["loss"].append(float(loss))
+            h["objective"].append(float(total))
+            h["tau"].append(float(tau))
+
+    def _leaf_cost(self, idx: np.ndarray) -> float:
+        return search.impurity(self._y[idx], self._task, self._n_classes)
+
+    def _tree_cost(self, nodes: list[_Node]) -> float:
+        """Hard training impurity of the tree: n H(Y | leaf) in nats, or the sum of squared errors."""
+        return float(sum(self._leaf_cost(nd.idx) for nd in nodes if nd.committee is None))
+
+    # -- greedy growth (spec §3.3-3.5), one level at a time ------------------------------------
+    def _grow(self, n: int, d: int) -> list[_Node]:
+        """Breadth-first growth: the stumps of all frontier nodes of a level train together (each on
+        the samples that reach it), then each node is cut at its best hard threshold."""
+        nodes = [_Node(np.arange(n), 0)]
+        self._stopped = False
+        frontier = [0]
+        while frontier and not self._stopped:
+            todo = []
+            for i in frontier:
+                nd = nodes[i]
+                y = self._y[nd.idx]
+                if nd.depth < self.max_depth and nd.idx.size >= self.min_samples_split and not np.all(y == y[0]):
+                    todo.append(i)
+            attempts = 1 if self.threshold_mode == "search" else 5  # retry one-sided splits (spec §3.3)
+            chunk = self._level_chunk(len(todo), sum(nodes[i].idx.size for i in todo), d)
+            for _ in range(attempts):
+                if not todo or self._stopped:
+                    break
+                done = []
+                for j in range(0, len(todo), chunk):
+                    done += self._fit_level([nodes[i] for i in todo[j:j + chunk]]) if not self._stopped else []
+                todo = [i for i, ok in zip(todo, done) if not ok]
+            frontier = []
+            for i in range(len(nodes)):
+                nd = nodes[i]
+                if nd.committee is not None and nd.left < 0:
+                    left = nd.idx[polytope_intensity(nd.committee, self._E[nd.idx]) <= nd.t]
+                    right = np.setdiff1d(nd.idx, left, assume_unique=True)
+                    nd.left, nd.right = len(nodes), len(nodes) + 1
+                    nodes += [_Node(left, nd.depth + 1), _Node(right, nd.depth + 1)]
+                    frontier += [nd.left, nd.right]
+        return nodes
+
+    def _level_chunk(self, n_nodes: int, n: int, d: int) -> int:
+        """How many nodes of a level train together: all of them, unless gathering every sample's
+        experts (many nodes) would take more than 30 million numbers a mini-batch (wide data such as
+        2048-bit fingerprints); then groups of 8, whose experts one matrix product computes."""
+        bs = auto_batch_size(n) if self.batch_size == "auto" else min(int(self.batch_size), n)
+        if n_nodes <= 8 or bs * self.n_restarts * self.max_facets * (d + 1) <= 30_000_000:
+            return max(n_nodes, 1)
+        return 8
+
+    def _fit_level(self, level: list[_Node]) -> list[bool]:
+        """Train ``n_restarts`` soft stumps for every node of ``level`` at once; keep each node's best
+        hard cut (when it lowers the node's impurity).  Returns which nodes were split."""
+        torch, model = self._torch, self._model
+        idx = np.concatenate([nd.idx for nd in level])
+        node_of = np.repeat(np.arange(len(level)), [nd.idx.size for nd in level])
+        Xt, target = self._Xt[idx], self._target[idx]
+        depth = level[0].depth
+        s = self._settings(idx.size, self.epochs, 40, 300, AUTO_STEPS)
+        s.progress = self._progress("grow", depth, s)
+        p = model.init_level(len(level), int(self.n_restarts), int(self.max_facets), self._E.shape[1], Xt,
+                             torch.as_tensor(node_of, device=Xt.device), float(self.initial_steepness), self._gen,
+                             torch.float32)
+        status = model.train(p, Xt, target, s, self._gen)
+        self._record("grow", depth, p.history)
+        if status == "time_limit":
+            self._stopped = True
+            return [False] * len(level)
+        B, rho, t, tau = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t, p.tau))
+        done = []
+        for f, nd in enumerate(level):
+            E, y = self._E[nd.idx], self._y[nd.idx]
+            parent = self._leaf_cost(nd.idx)
+            parent_J = parent / nd.idx.size if self._task == "classification" else parent
+            best = None
+            for u in range(B.shape[1]):
+                mask = search.prune_mask(rho[f, u], np.ones(rho.shape[-1]))
+                committee = search.raw_committee(B[f, u], rho[f, u], mask, self._mean, self._scale)
+                cut, cost = self._cut(polytope_intensity(committee, E), y, float(t[f, u]))
+                if cut is not None and cost < parent_J - 1e-12 * max(1.0, abs(parent_J)) and (
+                        best is None or cost < best[0]):
+                    best = (cost, u, cut, mask, committee)
+            done.append(best is not None)
+            if best is None:
+                continue
+            _, u, cut, mask, committee = best
+            committee["facet"] = search.effective_facets(committee, E, cut)
+            nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B[f, u], rho[f, u], mask, cut, float(tau[f, u]), committee
+        return done
+
+    def _cut(self, lam: np.ndarray, y: np.ndarray, t_learned: float) -> tuple[float | None, float]:
+        """The hard threshold on lambda (left = ``lambda <= t``) and its child impurity J (spec §2.14)."""
+        msl = int(self.min_samples_leaf)
+        if self.threshold_mode == "search":
+            n_left, theta, cost, _ = search.threshold_search(lam, y, self._task, self._n_classes, msl)
+            if n_left == 0:
+                return None, math.inf
+            above = lam[lam > theta]
+            return 0.5 * (theta + float(above.min())), cost  # midway to the next value: same training cut
+        left = lam <= t_learned
+        if min(left.sum(), (~left).sum()) < msl:
+            return None, math.inf
+        cost = search.impurity(y[left], self._task, self._n_classes) + search.impurity(y[~left], self._task,
+                                                                                           self._n_classes)
+        return t_learned, cost / y.size if self._task == "classification" else cost
+
+    # -- refinement with the structure fixed (spec §3.6) --------------------------------------
+    def _refine(self, nodes: list[_Node]) -> list[_Node] | None:
+        torch, model = self._torch, self._model
+        internal = [i for i, nd in enumerate(nodes) if nd.committee is not None]
+        leaves = [i for i, nd in enumerate(nodes) if nd.committee is None]
+        pos = {i: m for m, i in enumerate(internal)}
+        paths: dict[int, list] = {0: []}
+        for i in range(len(nodes)):  # children come after their parents
+            nd = nodes[i]
+            if nd.committee is not None:
+                paths[nd.left] = paths[i] + [(pos[i], False)]
+                paths[nd.right] = paths[i] + [(pos[i], True)]
+        right, left = model.path_matrices([paths[i] for i in leaves], len(internal), len(leaves))
+        dev, f32 = self._Xt.device, torch.float32
+
+        def stack(attr: str) -> Any:
+            return torch.tensor(np.stack([getattr(nodes[i], attr) for i in internal])[None], dtype=f32, device=dev)
+
+        p = model.Params(stack("B"), stack("rho"), torch.tensor([[nodes[i].t for i in internal]], dtype=f32,
+                                                                 device=dev),
+                         torch.tensor([[nodes[i].tau for i in internal]], dtype=f32, device=dev), stack("mask"),
+                         right=torch.tensor(right, dtype=f32, device=dev), left=torch.tensor(left, dtype=f32, device=dev))
+        n = self._E.shape[0]
+        s = self._settings(n, self.refine_epochs, 20, 150, AUTO_STEPS // 2)
+        s.progress = self._progress("refine", -1, s)
+        status = model.train(p, self._Xt, self._target, s, self._gen)
+        self._record("refine", -1, p.history)
+        if status == "time_limit":
+            self._stopped = True
+        if not p.history:
+            return None
+        B, rho, t, tau, mask = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t, p.tau,
+                                                                                      p.mask))
+        out = [_Node(np.arange(0), nd.depth) for nd in nodes]
+        out[0].idx = np.arange(n)
+        for i, nd in enumerate(nodes):  # parents first: route the training set down the refined tree
+            new = out[i]
+            if nd.committee is None:
+                continue
+            m = pos[i]
+            new.left, new.right = nd.left, nd.right
+            new.mask = search.prune_mask(rho[0, m], mask[0, m])
+            new.B, new.rho, new.t, new.tau = B[0, m], rho[0, m], float(t[0, m]), float(tau[0, m])
+            new.committee = search.raw_committee(new.B, new.rho, new.mask, self._mean, self._scale)
+            E = self._E[new.idx]
+            goes_left = polytope_intensity(new.committee, E) <= new.t
+            out[nd.left].idx, out[nd.right].idx = new.idx[goes_left], new.idx[~goes_left]
+            new.committee["facet"] = search.effective_facets(new.committee, E, new.t) if E.shape[0] else \
+                np.ones_like(new.committee["r"])
+        return out
+
+    # -- the fitted tree ---------------------------------------------------------------------
+    def _leaf_params(self, idx: np.ndarray, fallback: tuple | None) -> tuple:
+        y = self._y[idx]
+        if self._task == "classification":
+            counts = np.bincount(y, minlength=self._n_classes).astype(np.float64)
+            if idx.size == 0 and fallback is not None:
+                return counts, fallback[1]
+            return counts, counts / max(counts.sum(), 1.0)
+        if idx.size == 0 and fallback is not None:
+            return np.array([0.0]), fallback[1]
+        return np.array([float(idx.size)]), np.array([float(y.mean()) if idx.size else 0.0])
+
+    def _build_tree(self, nodes: list[_Node], d: int, cats: list) -> Tree:
+        builder = TreeBuilder(d, classes=getattr(self, "classes_", None), task=self._task,
+                              feature_names=self._feature_names(), feature_categories=cats)
+        ids: dict[int, int] = {}
+        params: dict[int, tuple] = {}
+        stack = [(0, None)]
+        while stack:
+            i, parent = stack.pop()
+            params[i] = self._leaf_params(nodes[i].idx, None if parent is None else params[parent])
+            ids[i] = builder.add_node(*params[i], depth=nodes[i].depth)
+            nd = nodes[i]
+            if nd.committee is not None:
+                stack += [(nd.right, i), (nd.left, i)]
+        for i, nd in enumerate(nodes):
+            if nd.committee is not None:
+                builder.set_split(ids[i], POLYTOPE, None, nd.t, ids[nd.left], ids[nd.right], polytope=nd.committee)
+        return builder.build()
+
+
+_DOC_PARAMS = """
+    max_depth : int, default=3
+        Levels of splits (0 gives a single leaf).
+    max_facets : int, default=30
+        K, the truncation of each node's gamma process: at most K experts, hence facets, per node.
+    use_prior : bool, default=True
+        Add the gamma-process / Student-t prior (spec §2.7) to the objective; False reproduces the
+        reference code's unpenalised training.  On very wide data (thousands of features) the
+        Student-t term, summed over every coefficient, can swamp the data term once the warm-up
+        ends (seen on 2048-bit fingerprints): use False there, or a smaller ``prior_weight``.
+    prior_weight : float, default=1.0
+        ``w`` in ``H(Y|Z) + (w / N) L_reg`` (N the samples of the fit).
+    prior_warmup : float, default=0.5
+        Share of each fit's epochs with no prior, after which its weight ramps up linearly over a
+        quarter of the epochs (spec R1: a prior from the first step collapses the committees).
+    gamma0, c0 : float, default=1.0
+        Mass and rate of the gamma process (``r_k ~ Gamma(gamma0 / K, c0)``).
+    a_beta, b_beta : float, default=1e-6
+        Shape and scale of the inverse-gamma variance of every coefficient (sparse facets).
+    initial_steepness : float, default=1.0
+        tau at the creation of a node's gate ``sigmoid(tau (lambda - t))``.
+    steepness_inc : float, default=0.01
+        tau grows by this after every epoch (annealing, spec §2.11); it carries on into refinement.
+    learning_rate : float, default=0.01
+        Adam's step size.
+    epochs : int or "auto", default="auto"
+        Epochs of each level's stumps; "auto" gives about 1,600 Adam steps (within [40, 300] epochs).
+    batch_size : int or "auto", default="auto"
+        Mini-batch size; "auto" is ``min(1000, ceil(n / 8))`` for a fit on n samples.
+    refine : bool, default=True
+        Fine-tune all committees of the grown tree together (spec §3.6); the refined tree is kept
+        when its hard training impurity is not worse than the greedy tree's (``refined_``).
+    refine_epochs : int or "auto", default="auto"
+        Epochs of refinement; "auto" gives about 800 steps (within [20, 150] epochs).
+    n_restarts : int, default=3
+        Stumps trained at once (in one batch) per node; the one with the best hard cut is kept.
+        The stumps of all nodes of a level train together: an epoch of a level is one pass over the
+        samples that reach it, so a deep tree costs about one epoch per level, not per node.
+    threshold_mode : {"search", "half"}, default="search"
+        "search" cuts each trained stump where the children's impurity is least (the paper's
+        deterministic threshold search); "half" at the learned gate's 0.5 (the reference code).
+    min_samples_split : int, default=10
+        Nodes with fewer training samples are not split (nor pure ones).
+    min_samples_leaf : int, default=1
+        Fewest training samples on either side of a greedy cut.
+    random_state : int, RandomState or None, default=None
+        Seeds the initialisation and the mini-batches; a fixed int gives the same tree on CPU.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where PyTorch trains ("auto": a GPU when one is visible).  Prediction is always NumPy.
+    n_jobs : int or None, default=None
+        PyTorch CPU threads during the fit (None: 1; -1: every core).  Restored afterwards.
+    time_limit : float or None, default=60
+        Seconds for the whole fit, checked between epochs; when it runs out the tree grown so far
+        is returned (with a ``LimitWarning``), unrefined if refinement had not finished.
+    verbose : int, default=0
+        > 0 prints per-epoch progress to standard error about once a second (2: every epoch).
+"""
+
+_DOC_ATTRS = """
+    n_facets_ : ndarray of int, shape (tree_.n_nodes,)
+        Effective facets of every node's polytope (spec §3.9; 0 at leaves).
+    epoch_history_ : dict of lists
+        One entry per epoch: ``phase`` ("grow" or "refine"), ``level`` (the depth of the nodes being
+        grown, whose stumps train together; -1 in refinement), ``epoch``, ``loss`` (soft data objective
+        of the level or the tree, mean over the epoch's batches and the restarts), ``objective``
+        (with the prior, summed over the restarts) and ``tau`` (mean).
+    refined_ : bool
+        Whether ``tree_`` is the refined tree.
+    device_ : str
+        Where it was trained.
+    n_features_in_, feature_names_in_, binarizer_ (None), fit_time_, compile_time_, stop_reason_
+        As for every arboretum estimator.
+"""
+
+
+class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
+    __doc__ = f"""Convex polytope tree classifier (Armandpour & Zhou 2020): each split is a convex polytope.
+
+    At each node a committee of K linear experts votes with a noisy-OR,
+    ``P(right | x) = 1 - exp(-lambda(x))`` with ``lambda(x) = sum_k r_k softplus(beta_k . x~)``;
+    samples with ``lambda(x) <= t`` (inside a convex polytope of at most K facets) go left.  The
+    gamma-process prior on the experts' weights ``r_k`` leaves few facets per node.  Trained by
+    maximising the mutual information between label and leaf of the soft tree (spec-003),
+    greedily node by node, then refined end to end.  Fitting needs PyTorch
+    (``pip install "arboretum[polytope]"``); prediction does not.
+
+    Parameters
+    ----------{_DOC_PARAMS}
+    Attributes
+    ----------
+    tree_ : arboretum.Tree
+        ``POLYTOPE`` splits on the raw columns; leaves hold the class counts and proportions of the
+        training samples that reach them (hard routing).
+    classes_ : ndarray of shape (n_classes,)
+    objective_ : float
+        Conditional entropy of the label given the leaf on the training data (nats).{_DOC_ATTRS}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from arboretum import ConvexPolytopeTreeClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(400, 2))
+    >>> y = (np.hypot(*X.T) < 0.6).astype(int)
+    >>> clf = ConvexPolytopeTreeClassifier(max_depth=1, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.95)
+    True
+    """
+
+    def fit(self, X, y) -> "ConvexPolytopeTreeClassifier":
+        """Grow (and refine) the tree on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+            Numbers, booleans and categories (split on the codes of their labels).
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        y_enc, classes = check_classification_targets_encoded(
+            y, n_samples=_num_samples(X), estimator_name=type(self).__name__
+        )
+        self.classes_ = classes
+        self._fit(X, y_enc, len(classes))
+        return self
+
+    _predict_methods = ("map",)
+
+    def predict_proba(self, X, method: str = "map") -> np.ndarray:
+        """Class proportions of the training samples in each sample's leaf (NumPy only).
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features_in_)
+        method : {"map"}, default="map"
+            The shared vocabulary: one tree, so only "map".
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        self._method(method)
+        leaves = self.apply(X)
+        return self.tree_.value[leaves].copy()
+
+    def predict(self, X) -> np.ndarray:
+        """The majority class of each sample's leaf."""
+        proba = self.predict_proba(X)  # checks that the estimator is fitted first
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        tags.non_deterministic = self.device != "cpu"
+        return tags
+
+
+class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
+    __doc__ = f"""Convex polytope tree regressor: polytope splits trained on the soft within-leaf variance.
+
+    The regression counterpart of :class:`ConvexPolytopeTreeClassifier` (spec-003 §2.10): the
+    soft tree minimises ``(1/N) sum_l sum_i pi_l(x_i) (y_i - mu_l)^2`` on standardised targets and
+    the greedy cut minimises the children's squared error.
+
+    Parameters
+    ----------{_DOC_PARAMS}
+    Attributes
+    ----------
+    tree_ : arboretum.Tree
+        Leaves hold the number of samples and the mean target.
+    objective_ : float
+        Training mean squared error of ``tree_`` (units of ``y`` squared).{_DOC_ATTRS}
+    """
+
+    _task = "regression"
+
+    def fit(self, X, y) -> "ConvexPolytopeTreeRegressor":
+        """Grow (and refine) the tree on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like or pandas DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
+        self._fit(X, np.asarray(y, dtype=np.float64), 0)
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """The mean training target of each sample's leaf (NumPy only)."""
+        leaves = self.apply(X)
+        return self.tree_.value[leaves, 0].copy()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.device != "cpu"
+        return tags
+
+
+@register("polytope", lambda: [])
+def _warm() -> None:
+    """PyTorch's first use in a process (autograd engine, optimiser, lazily imported modules:
+    several seconds here) on two tiny fits, so that it counts in ``compile_time_`` and not against
+    ``time_limit``, like the numba families' compilation.  Nothing to do without PyTorch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(40, 2))
+    kw = dict(max_depth=2, max_facets=2, epochs=2, batch_size=20, refine_epochs=1, n_restarts=1,
+              min_samples_split=2, random_state=0, time_limit=None)
+    ConvexPolytopeTreeClassifier(**kw).fit(X, (X[:, 0] > 0).astype(int))
+    ConvexPolytopeTreeRegressor(**kw).fit(X, X[:, 0])

@@ -1,0 +1,288 @@
+"""The soft convex polytope tree in PyTorch (spec-003 §2-3): gates, leaf probabilities, objectives,
+the gamma-process prior and the training loop.
+
+Everything is batched over *units*: ``U`` independent trees of the same shape (the restarts of a
+stump, or the one tree being refined), each with ``M`` internal nodes of ``K`` experts on ``D``
+standardised features.  One mini-batch step is one matrix product ``X~ @ B^T`` for all experts of
+all nodes of all units, a few element-wise operations and two small products with the tree's
+path matrices; there is no Python loop over samples or nodes inside an epoch.
+
+Shapes: ``B`` (U, M, K, D+1) with the bias in column 0, ``rho = ln r`` (U, M, K), ``t`` (U, M),
+``tau`` (U, M), ``mask`` (U, M, K) (0 for pruned experts).  This module imports torch: it is
+imported only by ``fit``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+#: Gates are clamped to [GATE_EPS, 1 - GATE_EPS] in the soft objective (spec §6.3).
+GATE_EPS = 1e-5
+#: ``rho = ln r`` is kept >= ln(1e-8), so that r never underflows (spec §6.3).
+RHO_MIN = math.log(1e-8)
+
+
+# ---------------------------------------------------------------------------
+# formulas
+# ---------------------------------------------------------------------------
+
+
+def intensity(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Committee intensity ``lambda = sum_k r_k softplus(beta_k . x~)`` (spec eq. 1'), shape (n, U, M).
+
+    ``Xt`` is (n, D+1) with a leading column of ones.
+    """
+    U, M, K, D1 = B.shape
+    Z = (Xt @ B.reshape(U * M * K, D1).T).reshape(-1, U, M, K)
+    r = torch.exp(rho)
+    if mask is not None:
+        r = r * mask
+    return (F.softplus(Z) * r).sum(-1)
+
+
+def noisy_or(lam: torch.Tensor) -> torch.Tensor:
+    """``P(Yes | x) = 1 - exp(-lambda)``, computed as ``-expm1(-lambda)``."""
+    return -torch.expm1(-lam)
+
+
+def gate(lam: torch.Tensor, t: torch.Tensor, tau: torch.Tensor, clamp: bool = True) -> torch.Tensor:
+    """Annealed gate ``g = sigmoid(tau (lambda - t))`` (spec eq. 23): the probability of going right."""
+    g = torch.sigmoid(tau * (lam - t))
+    return g.clamp(GATE_EPS, 1 - GATE_EPS) if clamp else g
+
+
+def leaf_log_probs(g: torch.Tensor, right: torch.Tensor, left: torch.Tensor) -> torch.Tensor:
+    """``ln pi_l = sum over the path of ln g (right turns) + ln(1 - g) (left turns)`` (spec eq. 6-7).
+
+    ``g`` is (n, U, M); ``right``/``left`` are (M, L) 0/1 path matrices; returns (n, U, L).
+    """
+    return torch.log(g) @ right + torch.log1p(-g) @ left
+
+
+def entropy_loss(pi: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    """Empirical conditional entropy ``H(Y | Z)`` from soft counts (spec eq. 9-12), one per unit.
+
+    ``pi`` (n, U, L) leaf probabilities, ``Y`` (n, C) one-hot labels; returns (U,) in nats:
+    ``(sum_l S_l ln S_l - sum_lc n_lc ln n_lc) / n``.
+    """
+    counts = torch.einsum("nul,nc->ulc", pi, Y)
+    S = counts.sum(-1)
+    return (_xlogx(S).sum(-1) - _xlogx(counts).sum((-1, -2))) / pi.shape[0]
+
+
+def _xlogx(c: torch.Tensor) -> torch.Tensor:
+    """``c ln c`` with 0 at 0 and a finite gradient there (a class absent from a mini-batch)."""
+    return c * torch.log(c.clamp_min(1e-30))
+
+
+def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: torch.Tensor,
+                     tau: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Leaf probabilities (left, right) of the stumps of one level of the greedy growth, shape (b, R, 2).
+
+    ``B`` is (F, R, K, D+1): R restarts of a stump for each of the F frontier nodes; sample ``i`` of
+    the batch reaches node ``node[i]`` and only that node's stumps see it.  With few nodes one
+    matrix product computes every node's experts and each sample keeps its node's; with many, the
+    experts of each sample's node are gathered (no product over all nodes).
+    """
+    F_, R, K, D1 = B.shape
+    if F_ <= 8:
+        Z = (Xt @ B.reshape(F_ * R * K, D1).T).reshape(-1, F_, R, K)
+        Z = Z[torch.arange(Xt.shape[0], device=Xt.device), node]
+    else:
+        Z = torch.einsum("bd,brkd->brk", Xt, B[node])
+    lam = (F.softplus(Z) * (torch.exp(rho) * mask)[node]).sum(-1)
+    g = gate(lam, t[node], tau[node])
+    return torch.stack([1 - g, g], -1)
+
+
+def grouped_entropy(pi: torch.Tensor, Y: torch.Tensor, node: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """Sum over the level's nodes of their soft conditional entropies, each from its own samples'
+    soft counts, divided by the batch size (the level's ``H(Y | Z)``); one value per restart (R,)."""
+    counts = torch.zeros((n_groups,) + pi.shape[1:] + (Y.shape[1],), dtype=pi.dtype, device=pi.device)
+    counts = counts.index_add(0, node, pi[..., None] * Y[:, None, None, :])
+    S = counts.sum(-1)
+    return (_xlogx(S).sum(-1) - _xlogx(counts).sum((-1, -2))).sum(0) / pi.shape[0]
+
+
+def grouped_variance(pi: torch.Tensor, y: torch.Tensor, node: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """The soft within-leaf sum of squares of every node of the level, summed, over the batch size; (R,)."""
+    shape = (n_groups,) + pi.shape[1:]
+    S = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi).clamp_min(1e-12)
+    sy = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi * y[:, None, None])
+    syy = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi * (y**2)[:, None, None])
+    return (syy - sy**2 / S).sum((0, -1)) / pi.shape[0]
+
+
+def variance_loss(pi: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Soft within-leaf variance ``(1/n) sum_l sum_i pi_il (y_i - mu_l)^2`` (spec eq. 13-14), one per unit."""
+    S = pi.sum(0).clamp_min(1e-12)
+    mu = torch.einsum("nul,n->ul", pi, y) / S
+    return torch.einsum("nul,nul->u", pi, (y[:, None, None] - mu) ** 2) / pi.shape[0]
+
+
+def prior_penalty(B: torch.Tensor, rho: torch.Tensor, gamma0: float, c0: float, a_beta: float, b_beta: float,
+                  mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Negative log prior ``sum_nodes R_nu`` (spec §2.7), one per unit (constants dropped).
+
+    ``R = sum_k [-(gamma0/K - 1) rho_k + c0 r_k] + (a_beta + 1/2) sum_jk ln(1 + beta_jk^2 / (2 b_beta))``,
+    over the experts that are not pruned (``mask``).
+    """
+    K = B.shape[2]
+    r_part = -(gamma0 / K - 1.0) * rho + c0 * torch.exp(rho)
+    b_part = (a_beta + 0.5) * torch.log1p(B**2 / (2.0 * b_beta)).sum(-1)
+    per_expert = r_part + b_part
+    if mask is not None:
+        per_expert = per_expert * mask
+    return per_expert.sum((-1, -2))
+
+
+# ---------------------------------------------------------------------------
+# training
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    """What the training loop needs from the estimator's parameters."""
+
+    task: str
+    lr: float
+    epochs: int
+    batch_size: int
+    steepness_inc: float
+    use_prior: bool
+    prior_weight: float
+    prior_warmup: float
+    gamma0: float
+    c0: float
+    a_beta: float
+    b_beta: float
+    expired: Callable[[], bool] = lambda: False
+    progress: Callable[[int, float, float], None] | None = None
+
+
+def prior_schedule(epoch: int, epochs: int, weight: float, warmup: float) -> float:
+    """Weight of the prior in ``epoch`` (0-based): 0 for the first ``warmup`` share of the epochs, then a
+    linear ramp over a quarter of the epochs up to ``weight`` (spec R1)."""
+    if epochs <= 0:
+        return weight
+    start, ramp = warmup * epochs, 0.25 * epochs
+    if epoch < start:
+        return 0.0
+    return weight * min(1.0, (epoch - start + 1) / max(ramp, 1.0))
+
+
+@dataclass
+class Params:
+    """The trainable parameters of U soft trees and their fixed parts."""
+
+    B: torch.Tensor
+    rho: torch.Tensor
+    t: torch.Tensor
+    tau: torch.Tensor
+    mask: torch.Tensor
+    right: torch.Tensor | None = None  # (M, L) path matrices of a tree (refinement)
+    left: torch.Tensor | None = None
+    node_of: torch.Tensor | None = None  # (n,) frontier node of every sample (a level of the growth)
+    history: list = field(default_factory=list)
+
+
+def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w: float, n_total: int,
+              idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The data loss of every unit (restart or tree) on the batch ``idx``, and the penalised scalar
+    loss (the sum over units, which are independent, plus ``(w / n_total) L_reg``)."""
+    if p.node_of is None:
+        lam = intensity(Xt, p.B, p.rho, p.mask)
+        pi = torch.exp(leaf_log_probs(gate(lam, p.t, p.tau), p.right, p.left))
+        data = entropy_loss(pi, target) if s.task == "classification" else variance_loss(pi, target)
+    else:
+        node = p.node_of[idx]
+        pi = level_leaf_probs(Xt, node, p.B, p.rho, p.t, p.tau, p.mask)
+        group = grouped_entropy if s.task == "classification" else grouped_variance
+        data = group(pi, target, node, p.B.shape[0])
+    total = data.sum()
+    if s.use_prior and w > 0:
+        total = total + (w / n_total) * prior_penalty(p.B, p.rho, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask).sum()
+    return data, total
+
+
+def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, generator: torch.Generator) -> str:
+    """Algorithm 1 (spec §3.2): mini-batch Adam on the soft objective, annealing ``tau`` after every epoch.
+
+    A fresh Adam per call (spec A4).  Returns ``"completed"``, ``"time_limit"`` (``s.expired()``
+    became true between two epochs) or ``"failed"`` (the loss became NaN; the parameters of the
+    last finite epoch are kept).  Appends one ``(epoch, data loss, penalised loss, tau)`` row per
+    epoch to ``p.history`` (means over the epoch's batches; the data loss is the mean over units, the
+    penalised loss their sum).
+    """
+    for tensor in (p.B, p.rho, p.t):
+        tensor.requires_grad_(True)
+    opt = torch.optim.Adam([p.B, p.rho, p.t], lr=s.lr, fused=Xt.device.type == "cpu" or None)
+    n = Xt.shape[0]
+    n_batches = max(1, math.ceil(n / s.batch_size))
+    for epoch in range(s.epochs):
+        if s.expired():
+            return "time_limit"
+        w = prior_schedule(epoch, s.epochs, s.prior_weight, s.prior_warmup)
+        saved = (p.B.detach().clone(), p.rho.detach().clone(), p.t.detach().clone())
+        perm = torch.randperm(n, generator=generator).to(Xt.device)
+        sum_data = torch.zeros((), device=Xt.device)
+        sum_total = torch.zeros((), device=Xt.device)
+        for idx in torch.tensor_split(perm, n_batches):
+            data, loss = objective(p, Xt[idx], target[idx], s, w, n, idx)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                p.rho.clamp_(min=RHO_MIN)
+                sum_data += data.detach().mean()
+                sum_total += loss.detach()
+        mean_data, mean_total = float(sum_data) / n_batches, float(sum_total) / n_batches
+        finite = all(bool(torch.isfinite(a).all()) for a in (p.B, p.rho, p.t))
+        if not (finite and math.isfinite(mean_total)):
+            with torch.no_grad():
+                p.B.copy_(saved[0]), p.rho.copy_(saved[1]), p.t.copy_(saved[2])
+            return "failed"
+        p.tau += s.steepness_inc
+        p.history.append((epoch, mean_data, mean_total, float(p.tau.mean())))
+        if s.progress is not None:
+            s.progress(epoch, mean_data, mean_total)
+    return "completed"
+
+
+def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, node_of: torch.Tensor, tau0: float,
+               generator: torch.Generator, dtype: torch.dtype) -> Params:
+    """Fresh stumps for the ``n_nodes`` frontier nodes of a level, ``n_restarts`` each (spec §3.0):
+    beta ~ U(-1/sqrt(D), 1/sqrt(D)), rho ~ N(0, 0.1^2), t at the median of lambda over the node's
+    samples (a balanced first split), tau = tau0."""
+    bound = 1.0 / math.sqrt(max(D, 1))
+    shape = (n_nodes, n_restarts, K)
+    B = ((torch.rand(shape + (D + 1,), generator=generator, dtype=dtype) * 2 - 1) * bound).to(Xt.device)
+    rho = (torch.randn(shape, generator=generator, dtype=dtype) * 0.1).to(Xt.device)
+    mask = torch.ones_like(rho)
+    t = torch.empty((n_nodes, n_restarts), dtype=dtype, device=Xt.device)
+    with torch.no_grad():
+        for f in range(n_nodes):
+            rows = Xt[node_of == f]
+            t[f] = intensity(rows, B[f : f + 1], rho[f : f + 1])[:, 0].median(0).values
+    tau = torch.full((n_nodes, n_restarts), float(tau0), dtype=dtype, device=Xt.device)
+    return Params(B, rho, t, tau, mask, node_of=node_of)
+
+
+def path_matrices(parents: list[tuple[int, int]], n_internal: int, n_leaves: int) -> tuple[np.ndarray, np.ndarray]:
+    """0/1 matrices (M, L): ``right[m, l] = 1`` when leaf ``l``'s path turns right at internal node ``m``.
+
+    ``parents[l]`` lists ``(m, went_right)`` along the path of leaf ``l``.
+    """
+    right = np.zeros((n_internal, n_leaves))
+    left = np.zeros((n_internal, n_leaves))
+    for leaf, path in enumerate(parents):
+        for m, went_right in path:
+            (right if went_right else left)[m, leaf] = 1.0
+    return right, left

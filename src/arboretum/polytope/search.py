@@ -1,0 +1,116 @@
+"""NumPy parts of convex polytope trees (no torch): the deterministic threshold search of the
+greedy phase (spec §2.14, §3.4), hard impurities, parameters on the raw columns and facet
+accounting (spec §3.9)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask"]
+
+
+def _entropy_rows(counts: np.ndarray) -> np.ndarray:
+    """Entropy (nats) of every row of class counts; 0 for an empty row."""
+    total = counts.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(total > 0, counts / total, 0.0)
+        return -np.where(q > 0, q * np.log(q), 0.0).sum(-1)
+
+
+def impurity(y: np.ndarray, task: str, n_classes: int = 0) -> float:
+    """Hard impurity of one node: class entropy (nats) times n, or the sum of squared errors."""
+    if y.size == 0:
+        return 0.0
+    if task == "classification":
+        counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+        return float(_entropy_rows(counts[None])[0] * y.size)
+    return float(((y - y.mean()) ** 2).sum())
+
+
+def threshold_search(score: np.ndarray, y: np.ndarray, task: str, n_classes: int = 0,
+                     min_samples_leaf: int = 1) -> tuple[int, float, float, np.ndarray]:
+    """The cut of a node's sorted scores that minimises the children's impurity (spec §2.14).
+
+    Parameters
+    ----------
+    score : ndarray of shape (n,)
+        Any strictly increasing function of the gate: the committee intensity ``lambda`` or ``g``.
+    y : ndarray of shape (n,)
+        Class indices (classification) or targets (regression).
+    task : {"classification", "regression"}
+    n_classes : int
+    min_samples_leaf : int
+        Fewest samples on either side.
+
+    Returns
+    -------
+    n_left : int
+        Number of samples sent left at the best cut (0 when there is no valid cut).
+    threshold : float
+        The ``n_left``-th smallest score (spec: ``theta* = p_(n*)``; left = ``score <= threshold``).
+    cost : float
+        ``J(n*)``: the weighted child entropy ``(n/N) H(left) + ((N-n)/N) H(right)``
+        (classification) or ``SSE(left) + SSE(right)`` (regression); ``inf`` without a cut.
+    J : ndarray of shape (n - 1,)
+        ``J(n)`` for ``n = 1 .. N-1`` (``inf`` where the cut is not allowed).
+    """
+    N = score.shape[0]
+    order = np.argsort(score, kind="stable")
+    s = score[order]
+    ys = y[order]
+    if task == "classification":
+        prefix = np.cumsum(np.eye(n_classes)[ys], axis=0)[:-1]
+        suffix = prefix[-1:] + np.eye(n_classes)[ys[-1]] - prefix if N > 1 else prefix
+        n = np.arange(1, N)
+        J = (n * _entropy_rows(prefix) + (N - n) * _entropy_rows(suffix)) / N
+    else:
+        c1, c2 = np.cumsum(ys), np.cumsum(ys**2)
+        n = np.arange(1, N)
+        sl, ql = c1[:-1], c2[:-1]
+        sr, qr = c1[-1] - sl, c2[-1] - ql
+        J = (ql - sl**2 / n) + (qr - sr**2 / (N - n))
+    J = np.where((s[1:] > s[:-1]) & (n >= min_samples_leaf) & (N - n >= min_samples_leaf), J, np.inf)
+    if J.size == 0 or not np.isfinite(J).any():
+        return 0, float("nan"), float("inf"), J
+    best = int(np.argmin(J))
+    return best + 1, float(s[best]), float(J[best]), J
+
+
+def raw_committee(B: np.ndarray, rho: np.ndarray, mask: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> dict:
+    """One node's committee on the raw columns: ``beta_k . [1, (x - mean) / scale] = A_k . x + b_k``.
+
+    Pruned experts (``mask == 0``) are left out.  Returns the ``r``, ``bias``, ``coefs`` of a
+    ``POLYTOPE`` split of :class:`arboretum.Tree` (float64).
+    """
+    B = np.asarray(B, dtype=np.float64)
+    keep = np.flatnonzero(np.asarray(mask) > 0)
+    W = B[keep, 1:] / scale
+    return {"r": np.exp(np.asarray(rho, dtype=np.float64)[keep]), "bias": B[keep, 0] - W @ mean, "coefs": W,
+            "facet": np.ones(keep.size)}
+
+
+def prune_mask(rho: np.ndarray, mask: np.ndarray, rel: float = 1e-3) -> np.ndarray:
+    """Experts kept by the facet pruning of spec §3.9: ``r_k >= rel * max r`` (among those kept so far)."""
+    r = np.exp(np.asarray(rho, dtype=np.float64)) * (np.asarray(mask) > 0)
+    return (r >= rel * r.max()).astype(np.float64) if r.max() > 0 else np.asarray(mask, dtype=np.float64)
+
+
+def effective_facets(committee: dict, X: np.ndarray, t: float, band: float = 0.1, share: float = 0.01) -> np.ndarray:
+    """0/1 flags of the experts that shape the boundary ``lambda = t`` (spec §3.9).
+
+    Among the points of ``X`` near the boundary (``|lambda - t| <= band |t|``; the tenth of the
+    points nearest to it when fewer than 20 are that near), an expert is a facet when it has the
+    largest term ``r_k softplus(A_k . x + b_k)`` for at least ``share`` of them.
+    """
+    terms = np.logaddexp(0.0, X @ committee["coefs"].T + committee["bias"]) * committee["r"]
+    lam = terms.sum(1)
+    dist = np.abs(lam - t)
+    near = dist <= band * abs(t)
+    if near.sum() < 20:
+        near = dist <= np.quantile(dist, 0.1)
+    winners = np.argmax(terms[near], axis=1)
+    freq = np.bincount(winners, minlength=terms.shape[1]) / max(winners.size, 1)
+    flags = (freq >= share).astype(np.float64)
+    if not flags.any():
+        flags[int(np.argmax(committee["r"]))] = 1.0
+    return flags
