@@ -552,9 +552,10 @@ def test_preflight_refuses_absurd_requests_before_work():
 
 def test_time_limit_returns_the_best_tree_so_far():
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(200, 4))
-    y = (X[:, 0] * X[:, 1] > 0).astype(int)
-    clf = OptimalTreeClassifier(max_splits=5, max_depth=4, time_limit=0.3)  # the axis search solves K=3 here in < 0.3 s
+    X = rng.normal(size=(1500, 8))
+    y = ((X[:, 0] > 0) ^ (X[:, 1] > 0) ^ (X[:, 2] > 0.5)).astype(int)
+    y[rng.random(1500) < 0.2] ^= 1
+    clf = OptimalTreeClassifier(max_splits=7, max_depth=3, time_limit=0.3)  # seconds for the axis search, even idle
     with pytest.warns(LimitWarning, match="stopped by time_limit=0.3"):
         clf.fit(X, y)
     assert clf.optimal_ is False and clf.stop_reason_ == "time_limit"

@@ -14,12 +14,12 @@ from sklearn.utils.validation import _num_samples
 from .. import data as _data
 from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
-from ..binarizer import _sorted_labels
+from ..binarizer import _sorted_labels, short_threshold
 from ..data import InstanceOf, Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import HYPERPLANE, QUADRATIC, THRESHOLD, Tree, TreeBuilder, quadratic_features
 from . import _kernels as K
 from . import axis, depth2, hyper1
-from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, axis_thresholds, bytes_per_rule,
+from .rules import (AXIS, HYPER, MAX_HYPERPLANE_DIM, MAX_QUADRATIC_FEATURES, QUAD, bytes_per_rule,
                     lifted_dim, make_rules, n_family_rules, routing_plane)
 from .solver import Node, Solution, leaf_value, make_objective, n_combinations, solve
 from .user import CandidateRules, LeafObjective
@@ -249,10 +249,11 @@ class _OptimalTreeBase(TreeEstimator):
             if greedy is not None and (sol.tree is None or greedy.cost < sol.cost):  # stopped early: CART is better
                 greedy.optimal, greedy.n_examined, greedy.n_total = False, sol.n_examined, sol.n_total
                 sol = greedy
-            thresholds = [axis_thresholds(E[:, j]) for j in range(d)]
 
-            def split_of(r: int) -> tuple:
-                return THRESHOLD, r // n, float(thresholds[r // n][r % n]), None
+            def split_of(r: int) -> tuple:  # axis_thresholds' threshold, for the tree's rules only (all N * D
+                col, v = E[:, r // n], float(E[r % n, r // n])  # of them can cost more than the search)
+                above = col[col > v]
+                return THRESHOLD, r // n, short_threshold(v, float(above.min())) if above.size else v, None
         elif single:
             self.n_rules_ = n_family_rules(self.split_type, n, d)
             sol, rule1 = hyper1.solve_hyperplane1(Z, obj, exact=self.exact_splits, nmin=self.min_samples_leaf,
@@ -497,7 +498,10 @@ _DOC_PARAMS = """
     max_splits : int, default=3
         ``K``, the number of splitting rules (branch nodes): at most ``K``
         (the best tree with 0, 1, ..., ``K`` splits; ties go to fewer), or
-        exactly ``K`` with ``exact_splits=True``.
+        exactly ``K`` with ``exact_splits=True``.  Axis-parallel "at most
+        ``K``" requests use a branch-and-bound search whose ties go instead to
+        the first optimal tree it finds (deterministic, ConTree's rule), in
+        which every split lowers the cost below a leaf at its node.
     exact_splits : bool, default=False
         Only trees with exactly ``max_splits`` rules (the paper's ``odt_K``);
         then a tree may need an empty leaf, which ``min_samples_leaf=0`` allows.
@@ -723,10 +727,12 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
         return self.tree_.value[leaves, 0].copy()
 
 
-@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_search, None),
-                               (depth2.scan_root, None), (depth2.best_single_root, None), (depth2.split_subset, None),
-                               (depth2.leaf_of, None), (hyper1.hyperplane1_sweep, None), (K.k2_roots, None),
-                               (K.splits_reaching, None), (K.side_table, None)])
+@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_features, None),
+                               (depth2.eval_root, None), (depth2.depth2_prepare, None), (depth2.depth2_solve, None),
+                               (depth2.level_solve, None), (depth2.feature_best_splits, None),
+                               (depth2.best_single_root, None), (depth2.split_subset, None), (depth2.leaf_of, None),
+                               (hyper1.hyperplane1_sweep, None), (K.k2_roots, None), (K.splits_reaching, None),
+                               (K.side_table, None)])
 def _warm() -> None:
     """Compile the kernels on a tiny problem (classification with and without weights, regression;
     the generic DP and its bounds, the axis-parallel search (depth-2 kernel and the levels above
