@@ -68,10 +68,13 @@ def _fits():
         ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=2, split_type=arboretum.optimal.CandidateRules(
             [("threshold", 0, 0.0), ("hyperplane", [1.0, 1.0], 0.5), ("quadratic", [0, 0, 1, 0, 1], 1.0)])).fit(
             Xr[:20, :2], yr[:20])),
+        # 3,300 rows: the axis search solves depth-2 problems a chunk of features at a time
+        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=3, max_depth=2).fit(
+            np.tile(Xr[:, :2], (11, 1)) + np.arange(3300)[:, None] * 1e-6, np.tile(yr > 1, 11))),
     ]
 
 
-@pytest.mark.parametrize("i", range(15))
+@pytest.mark.parametrize("i", range(16))
 def test_a_fit_after_the_warm_up_compiles_nothing(i):
     family, fit = _fits()[i]
     _compile.warm_up(family)

@@ -751,6 +751,14 @@ def _warm() -> None:
         obj8 = make_objective(8, **{a: (np.r_[v, v] if isinstance(v, np.ndarray) else v) for a, v in kw.items()})
         for k, depth, nmin in ((3, 2, 1), (3, None, 0), (4, None, 2)):
             axis.solve_axis(X8, obj8, k, depth=depth, nmin=nmin)
+        # large problems solve a depth-2 problem a chunk of features at a time (the deadline is
+        # read between chunks): the same search with chunks of one feature compiles those kernels
+        chunk, axis._KERNEL_CHUNK = axis._KERNEL_CHUNK, 1
+        try:
+            for k, depth, nmin in ((3, 2, 1), (3, None, 0)):
+                axis.solve_axis(X8, obj8, k, depth=depth, nmin=nmin)
+        finally:
+            axis._KERNEL_CHUNK = chunk
         solve(rules, obj, 3, nmin=0)  # the bounds: K = 2 path, root bounds, greedy incumbent
         solve(rules, obj, 3, nmin=1, exact=True)
         greedy_tree(rules, obj, 2, exact=False, nmin=1, depth=None)
