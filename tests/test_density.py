@@ -294,3 +294,21 @@ def test_time_limit_falls_back_to_annealing():
         warnings.simplefilter("ignore")
         est = LeafSparseDensityTree(lam=5, time_limit=0.5, random_state=0).fit(X)
     assert not est.optimal_ and math.isnan(est.gap_) and est.n_leaves_ >= 1
+
+
+def test_numba_list_posterior_matches_exact_oracle():
+    """The sampler's LP_III (numba, float volumes) equals ListModel's (exact integer volumes)."""
+    from arboretum.density import _list_kernels as LK
+
+    rng = np.random.default_rng(0)
+    X, q = table(TITANIC), np.array([4, 2, 2])
+    ants = mine_antecedents(X, q, 2)
+    for exact in (False, True):
+        model = ListModel(ants, q, len(X), 4.0, 1.5, 1.3, exact_dirichlet_normalizer=exact)
+        args = (ants.bits, np.array(ants.boxes, dtype=np.uint64), ants.sizes, np.array(ants.available),
+                np.array(model.full, dtype=np.uint64), len(X), 4.0, 1.5, 1.3, exact, True)
+        for _ in range(100):
+            rules = tuple(int(a) for a in rng.choice(len(ants.sizes), size=rng.integers(0, 8), replace=False))
+            d = np.array(rules + (0,), dtype=np.int64)
+            assert LK.list_log_posterior(d, len(rules), *args) == pytest.approx(model.log_posterior(rules), abs=1e-9)
+            np.testing.assert_allclose(LK.list_volumes(d, len(rules), args[1], args[4]), model.volumes(rules))
