@@ -247,9 +247,43 @@ def test_sample_follows_the_density():
 
 def test_export_text_paper_form():
     text = LeafSparseDensityTree(lam=5).fit(titanic_frame()).export_text()
-    assert "|--- age = child" in text and "P=0.0359, f=0.0179, V=2  (n=79)" in text
-    lst = SparseDensityRuleList(lam=5, n_iter=300, random_state=0).fit(titanic_frame()).export_text()
-    assert lst.splitlines()[0].startswith("if ") and lst.splitlines()[-1].startswith("else: ")
+    assert "|--- age != adult" in text and "P=0.0359, f=0.0179, V=2  (n=79)" in text
+    lst = SparseDensityRuleList(lam=5, n_iter=300, random_state=0).fit(titanic_frame())
+    lines = lst.export_text().splitlines()
+    assert lines[0] == "|--- " + " and ".join(lst.rules_[0]).replace(" = ", " == ")
+    assert lines[-1].lstrip("| -").startswith("P=")
+
+
+@pytest.mark.parametrize("make", [lambda: LeafSparseDensityTree(lam=5), lambda: BranchSparseDensityTree(lam=2),
+                                  lambda: SparseDensityRuleList(lam=5, n_iter=2000, random_state=0),
+                                  lambda: CategoricalDET(1, 20, cv=3, random_state=0)])
+def test_shared_tree_predicts_prints_and_round_trips(make, tmp_path):
+    """tree_ is the shared arboretum.Tree (task "density"): its density is the model's, JSON round trip,
+    the shared plot draws it; lists are cascades of CONJUNCTION splits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from arboretum.plot import plot_tree
+    from arboretum.tree import CONJUNCTION, Tree
+
+    X = titanic_frame()
+    est = make().fit(X)
+    tree = est.tree_
+    assert tree.task == "density" and tree.n_leaves == est.n_leaves_
+    np.testing.assert_allclose(np.log(tree.predict(X)), est.score_samples(X))
+    leaf = tree.split_kind == 0
+    np.testing.assert_allclose(tree.value[leaf, 0].sum(), 1.0)
+    np.testing.assert_allclose(tree.value[0], [1.0, 1.0 / 16, 16.0])  # the root: the whole domain
+    back = Tree.from_json(tree.to_json())
+    assert back.structurally_equal(tree) and back.export_text(decimals=4) == est.export_text()
+    if isinstance(est, (SparseDensityRuleList, CategoricalDET)):
+        assert set(tree.split_kind[~leaf].tolist()) == {CONJUNCTION}
+    ax = plot_tree(est)
+    texts = [t.get_text() for t in ax.texts]
+    assert any("P=" in t.replace(" = ", "=") and "\u2588" in t for t in texts)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 def test_select_rate_chooses_by_validation():

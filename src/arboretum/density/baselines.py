@@ -82,6 +82,14 @@ class HistogramDensity(DensityEstimator):
     def _check_loaded(self) -> None:
         super()._check_loaded()
 
+    @property
+    def tree_(self) -> "Any":
+        raise AttributeError("HistogramDensity has no tree_: it is one bin per configuration")
+
+    def export_text(self, decimals: int = 4) -> str:  # type: ignore[override]
+        """One line per non-empty bin (then the empty bins together): its configuration, P, f and V."""
+        return self._export_leaves(decimals)
+
 
 class CategoricalDET(DensityEstimator):
     """A density estimation tree (Ram & Gray 2011) on categorical volumes (spec §7.2).

@@ -156,46 +156,6 @@ class _DensityTree(DensityEstimator):
         return log_posterior_branch_sparse(children, self.leaf_counts_, self.leaf_log_volumes_, float(self.lam),
                                            float(self.alpha))
 
-    def export_text(self, decimals: int = 4) -> str:  # type: ignore[override]
-        """The tree, indented, with P (mass), f (density) and V (volume) at every leaf (the paper's Figure 3)::
-
-            |--- class in {1st, 2nd, 3rd}
-            |   |--- age = adult
-            ...
-            |   |   |--- P=0.2100, f=0.2100, V=1  (n=462)
-        """
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self)
-        names = self._names()
-        lines: list[str] = []
-        leaf_index = {int(i): k for k, i in enumerate(np.flatnonzero(
-            ~np.isin(np.arange(len(self.node_parent_)), self.node_parent_)))}
-
-        def label(i: int) -> str:
-            par = int(self.node_parent_[i])
-            j = int(self.node_feature_[par])
-            m = int(self.node_boxes_[i, j])
-            cats = [self.categories_[j][c] for c in range(len(self.categories_[j])) if (m >> c) & 1]
-            from ..data import format_label
-
-            texts = [format_label(c) for c in cats]
-            return f"{names[j]} = {texts[0]}" if len(texts) == 1 else f"{names[j]} in {{{', '.join(texts)}}}"
-
-        def walk(i: int, depth: int) -> None:
-            kids = np.flatnonzero(self.node_parent_ == i)
-            if kids.size == 0:
-                lines.append("|   " * depth + "|--- " + self._leaf_line(leaf_index[i], decimals))
-                return
-            for c in kids:
-                lines.append("|   " * depth + "|--- " + label(int(c)))
-                walk(int(c), depth + 1)
-
-        if len(self.node_parent_) == 1:
-            return "|--- " + self._leaf_line(0, decimals)
-        walk(0, 0)
-        return "\n".join(lines)
-
 
 class LeafSparseDensityTree(_DensityTree):
     """Leaf-sparse density tree (Method I of Goh, Semenova & Rudin): a Poisson(``lam``) prior on the number
