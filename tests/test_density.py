@@ -346,3 +346,45 @@ def test_numba_list_posterior_matches_exact_oracle():
             d = np.array(rules + (0,), dtype=np.int64)
             assert LK.list_log_posterior(d, len(rules), *args) == pytest.approx(model.log_posterior(rules), abs=1e-9)
             np.testing.assert_allclose(LK.list_volumes(d, len(rules), args[1], args[4]), model.volumes(rules))
+
+
+# -- C17, C19 --------------------------------------------------------------------------------------
+def test_c17_consistency_as_n_grows():
+    """Samples of the 6-leaf tree's pmf: the fraction of seeds whose MAP (Method I, exact) has the true
+    support and max |f_hat - f| < 2 / sqrt(n) never falls as n grows, and is 1 at n = 50000."""
+    support = np.array(list(SIM_FULL))
+    p = np.array(list(SIM_FULL.values()), dtype=float) / 1000
+    grid = np.array(list(itertools.product(range(2), repeat=3)))
+    true = np.array([p[i] if (i := next((k for k, s in enumerate(support) if tuple(s) == tuple(x)), -1)) >= 0
+                     else 0.0 for x in grid])
+    rates = []
+    for n in (500, 5000, 50000):
+        ok = 0
+        for seed in range(4):
+            X = support[np.random.default_rng(seed).choice(len(p), size=n, p=p)]
+            f = np.exp(LeafSparseDensityTree(lam=5, categories=[[0, 1]] * 3).fit(X).score_samples(grid))
+            ok += np.array_equal(f > 0, true > 0) and np.abs(f - true).max() < 2 / math.sqrt(n)
+        rates.append(ok / 4)
+    assert rates == sorted(rates) and rates[-1] == 1.0
+
+
+def test_c19_sparser_than_the_histogram():
+    """Titanic: 16 histogram bins against about 10 leaves for the three methods; a Crime-like domain of
+    1440 configurations (q = 2, 3, 4, 5, 2, 6) drawn from a sparse tree: far fewer leaves than bins."""
+    X = titanic_frame()
+    bins = HistogramDensity().fit(X).n_bins_
+    assert round(bins) == 16
+    for est in (LeafSparseDensityTree(lam=5), BranchSparseDensityTree(lam=2),
+                SparseDensityRuleList(lam=5, n_iter=2000, random_state=0)):
+        assert est.fit(X).n_leaves_ <= 11
+    rng = np.random.default_rng(0)
+    q = [2, 3, 4, 5, 2, 6]
+    n = 3000
+    Xc = np.column_stack([rng.integers(0, k, size=n) for k in q])
+    hot = rng.random(n) < 0.7  # a dense corner: x0 = 0, x1 = 1, x2 in {0, 1}
+    Xc[hot, 0], Xc[hot, 1], Xc[hot, 2] = 0, 1, rng.integers(0, 2, size=hot.sum())
+    cats = [list(range(k)) for k in q]
+    assert round(HistogramDensity(categories=cats).fit(Xc).n_bins_) == 1440
+    est = LeafSparseDensityTree(lam=8, categories=cats, solver="anneal", n_restarts=1, n_cycles=40,
+                                random_state=0).fit(Xc)
+    assert est.n_leaves_ <= 40
