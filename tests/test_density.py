@@ -327,7 +327,7 @@ def test_time_limit_falls_back_to_annealing():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = LeafSparseDensityTree(lam=5, time_limit=0.5, random_state=0).fit(X)
-    assert not est.optimal_ and math.isnan(est.gap_) and est.n_leaves_ >= 1
+    assert not est.optimal_ and 0 < est.gap_ < math.inf and est.n_leaves_ >= 1  # the bound's anytime gap
 
 
 def test_numba_list_posterior_matches_exact_oracle():
@@ -388,3 +388,25 @@ def test_c19_sparser_than_the_histogram():
     est = LeafSparseDensityTree(lam=8, categories=cats, solver="anneal", n_restarts=1, n_cycles=40,
                                 random_state=0).fit(Xc)
     assert est.n_leaves_ <= 40
+
+
+def test_leaf_sparse_upper_bound_is_admissible():
+    """The Method I bound (exact.leaf_sparse_upper_bound) is at least the exact MAP on random small domains,
+    and an annealing fit's gap_ covers the distance to the exact optimum."""
+    from arboretum.density.exact import leaf_sparse_upper_bound
+
+    rng = np.random.default_rng(1)
+    for _ in range(12):
+        q = rng.integers(2, 4, size=rng.integers(2, 4))
+        n = int(rng.integers(5, 300))
+        skew = rng.dirichlet(np.ones(int(np.prod(q))) * rng.choice([0.2, 1.0, 5.0]))
+        cells = np.array(list(itertools.product(*(range(int(k)) for k in q))))
+        X = cells[rng.choice(len(cells), size=n, p=skew)]
+        lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([1.0, 2.0, 3.5]))
+        exact = solve_exact(X, q, "leaf", lam, alpha, None).log_posterior
+        assert leaf_sparse_upper_bound(X, q, lam, alpha) >= exact - 1e-9
+        est = LeafSparseDensityTree(lam=lam, alpha=alpha, solver="anneal", n_restarts=1, n_cycles=5,
+                                    trials_per_cycle=20, random_state=0,
+                                    categories=[list(range(int(k))) for k in q]).fit(X)
+        assert est.log_posterior_ + est.gap_ >= exact - 1e-9
+    assert math.isnan(leaf_sparse_upper_bound(X, q, 3.0, 0.5))

@@ -15,7 +15,7 @@ from ..data import Interval, Options
 from . import _kernels as K
 from .anneal import Problem, anneal
 from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
-from .exact import DensityNode, exact_size, solve_exact
+from .exact import DensityNode, exact_size, leaf_sparse_upper_bound, solve_exact
 from .posterior import log_posterior_branch_sparse, log_posterior_leaf_sparse
 
 __all__ = ["LeafSparseDensityTree", "BranchSparseDensityTree"]
@@ -114,11 +114,22 @@ class _DensityTree(DensityEstimator):
         root, lp = result
         self._set_tree(root, codes, lam, alpha)
         self.log_posterior_ = float(lp)
-        self.gap_ = 0.0 if self.optimal_ else math.nan
+        self.gap_ = 0.0 if self.optimal_ else self._gap(codes, q, lam, alpha)
         self.fit_time_ = clock.elapsed()
         self._set_stop(reason, f"returning the best tree found ({self.n_leaves_} leaves, log posterior "
                                f"{self.log_posterior_:.4f}), not certified")
         return self
+
+    def _gap(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float) -> float:
+        """Method I: ``upper bound - log_posterior_`` (:func:`.exact.leaf_sparse_upper_bound`, alpha >= 1);
+        NaN for Method II or alpha < 1.  0 when the bound meets the answer (then ``optimal_`` is True)."""
+        if self._method != "leaf":
+            return math.nan
+        ub = leaf_sparse_upper_bound(codes, q, lam, alpha)
+        gap = max(ub - self.log_posterior_, 0.0)
+        if gap <= 1e-9 * max(1.0, abs(ub)):
+            self.optimal_, gap = True, 0.0
+        return gap
 
     def _set_tree(self, root: DensityNode, codes: np.ndarray, lam: float, alpha: float) -> None:
         nodes, parent = [], []
@@ -207,7 +218,9 @@ class LeafSparseDensityTree(_DensityTree):
     optimal_ : bool
         True when the exact solver certified the tree.
     gap_ : float
-        0 when certified, NaN otherwise.
+        0 when certified; else (Method I, ``alpha >= 1``) an admissible upper bound on the MAP's log
+        posterior minus ``log_posterior_`` (:func:`arboretum.density.exact.leaf_sparse_upper_bound`), a
+        finite gap; NaN for Method II.
     stop_reason_, fit_time_, compile_time_, n_features_in_, feature_names_in_
 
     Examples
