@@ -173,7 +173,7 @@ def run_dataset(name: str, grid: str, n_iter: int, rows: list) -> None:
         rows.append({"dataset": name, "method": "mlpack DET (rescored)", "stop": f"failed: {exc}"[:120]})
 
 
-def certify_scaling(rows: list, sizes: tuple = (8, 12, 16, 18, 19, 20, 21, 22)) -> None:
+def certify_scaling(rows: list, sizes: tuple = (8, 12, 16, 18, 20, 22, 24)) -> None:
     """Time to certificate of the exact solver on growing domains (binary features, sum q_j = bits of the box
     grid): 2000 rows from a sparse random pmf, time_limit 60 s, the default memory_limit (2 GiB)."""
     rng = np.random.default_rng(0)

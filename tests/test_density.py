@@ -410,3 +410,19 @@ def test_leaf_sparse_upper_bound_is_admissible():
                                     categories=[list(range(int(k))) for k in q]).fit(X)
         assert est.log_posterior_ + est.gap_ >= exact - 1e-9
     assert math.isnan(leaf_sparse_upper_bound(X, q, 3.0, 0.5))
+
+
+def test_bounded_exact_certifies_beyond_the_plain_solver(monkeypatch):
+    """Method I: with the plain exact solver out of reach, annealing + the bound on the number of leaves +
+    the capped dynamic programme still certify the MAP (checked against the plain solver)."""
+    import arboretum.density.trees as T
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(200, 3))
+    X[:120, 0] = 0
+    plain = LeafSparseDensityTree(lam=4).fit(X)
+    assert plain.optimal_
+    monkeypatch.setattr(T, "EXACT_MAX_BOXES", 1)  # force annealing first
+    est = LeafSparseDensityTree(lam=4, n_restarts=1, n_cycles=3, trials_per_cycle=10, random_state=0).fit(X)
+    assert est.optimal_ and est.gap_ == 0.0
+    assert est.log_posterior_ == pytest.approx(plain.log_posterior_, abs=1e-9)

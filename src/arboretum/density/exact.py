@@ -263,21 +263,31 @@ def leaf_sparse_upper_bound(codes: np.ndarray, q: np.ndarray, lam: float, alpha:
     """
     if alpha < 1.0:
         return math.nan
+    return float(np.max(leaf_sparse_bound_by_k(codes, q, lam, alpha)))
+
+
+def leaf_sparse_bound_by_k(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float,
+                           above: float | None = None) -> np.ndarray:
+    """``UB(K)`` for ``K = 1, 2, ...`` (:func:`leaf_sparse_upper_bound`'s step 3, ``alpha >= 1``): up to
+    ``max(D, ceil(lam))`` leaves, and further while ``UB(K) >= above`` (then ``UB`` only decreases, step
+    4), so every ``K`` past the array has ``UB(K) < above``: no tree with that many leaves beats ``above``."""
     n = codes.shape[0]
     _, counts = np.unique(codes, axis=0, return_counts=True)
     H = float(np.sum(counts * np.log(counts)))
     D = len(counts)
     dom = math.exp(float(np.sum(np.log(np.asarray(q, dtype=np.float64)))))
-    k_max = int(min(dom, max(D, math.ceil(lam))))
+    k_easy = min(dom, max(D, math.ceil(lam)))
     la = math.lgamma(alpha)
 
     def g(m: float) -> float:
         return math.lgamma(m + alpha) - la - m * math.log(m)
 
     best_j = -math.inf
-    top = -math.inf
-    for k in range(1, k_max + 1):
+    out = []
+    k = 1
+    while k <= dom and (k <= k_easy or (above is not None and out[-1] >= above)):
         if k <= D:
             best_j = max(best_j, k * g(n / k))
-        top = max(top, leaf_sparse_constant(k, n, lam, alpha) + H + best_j)
-    return top
+        out.append(leaf_sparse_constant(k, n, lam, alpha) + H + best_j)
+        k += 1
+    return np.array(out)

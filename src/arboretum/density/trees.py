@@ -15,13 +15,15 @@ from ..data import Interval, Options
 from . import _kernels as K
 from .anneal import Problem, anneal
 from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
-from .exact import DensityNode, exact_size, leaf_sparse_upper_bound, solve_exact
+from .exact import DensityNode, exact_size, leaf_sparse_bound_by_k, leaf_sparse_upper_bound, solve_exact
 from .posterior import log_posterior_branch_sparse, log_posterior_leaf_sparse
 
 __all__ = ["LeafSparseDensityTree", "BranchSparseDensityTree"]
 
 #: The exact solver is tried (solver="auto") on domains with at most this many boxes (prod 2**q_j).
 EXACT_MAX_BOXES = 1 << 22
+#: Method I: after annealing, the exact solver capped at the leaves the bound allows runs up to this many boxes.
+BOUNDED_MAX_BOXES = 1 << 24
 
 
 class _DensityTree(DensityEstimator):
@@ -112,6 +114,12 @@ class _DensityTree(DensityEstimator):
             if sa.stopped:
                 reason = "time_limit"
         root, lp = result
+        if self._method == "leaf" and not self.optimal_ and self.solver != "anneal" and alpha >= 1:
+            bounded = self._bounded_exact(codes, q, lam, alpha, lp, clock)
+            if bounded is not None:
+                root, lp = bounded
+                self.optimal_ = True
+                reason = "completed"
         self._set_tree(root, codes, lam, alpha)
         self.log_posterior_ = float(lp)
         self.gap_ = 0.0 if self.optimal_ else self._gap(codes, q, lam, alpha)
@@ -119,6 +127,23 @@ class _DensityTree(DensityEstimator):
         self._set_stop(reason, f"returning the best tree found ({self.n_leaves_} leaves, log posterior "
                                f"{self.log_posterior_:.4f}), not certified")
         return self
+
+    def _bounded_exact(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float, lp: float,
+                       clock: Any) -> tuple | None:
+        """Method I beyond the plain exact solver's reach: the upper bound by number of leaves
+        (:func:`.exact.leaf_sparse_bound_by_k`) says no tree of more than ``k`` leaves beats the annealing
+        answer ``lp``; the dynamic programme over trees of at most ``k`` leaves (memory ~ boxes x k) then
+        finds the MAP.  None when the domain, ``memory_limit`` or the clock does not allow it."""
+        ub = leaf_sparse_bound_by_k(codes, q, lam, alpha, above=lp - 1e-9)
+        k = int(np.flatnonzero(ub >= lp - 1e-9).max()) + 1 if np.any(ub >= lp - 1e-9) else 1
+        n_boxes, need = exact_size(q, "leaf", k)
+        if n_boxes > BOUNDED_MAX_BOXES or clock.expired() or (
+                self.memory_limit is not None and need > self.memory_limit * 2**20):
+            return None
+        ex = solve_exact(codes, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit)
+        if ex is None:
+            return None
+        return (ex.root, ex.log_posterior) if ex.log_posterior >= lp - 1e-9 * max(1.0, abs(lp)) else None
 
     def _gap(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float) -> float:
         """Method I: ``upper bound - log_posterior_`` (:func:`.exact.leaf_sparse_upper_bound`, alpha >= 1);
