@@ -202,7 +202,11 @@ class LeafSparseDensityTree(_DensityTree):
     found exactly (``solver="exact"``, a dynamic programme over all boxes of the domain; ``optimal_``
     True) where the domain is small enough (``solver="auto"``: at most 2**22 boxes, within
     ``memory_limit`` and half of ``time_limit``), else by simulated annealing over the paper's five
-    moves (``n_restarts`` runs of ``n_cycles`` x ``trials_per_cycle`` proposals).
+    moves (``n_restarts`` runs of ``n_cycles`` x ``trials_per_cycle`` proposals).  After annealing
+    (``alpha >= 1``), an admissible upper bound (:func:`arboretum.density.exact.leaf_sparse_upper_bound`)
+    gives ``gap_`` and the most leaves a better tree could have; unless ``solver="anneal"``, the dynamic
+    programme capped at that many leaves then certifies the MAP when it fits (up to 2**24 boxes,
+    ``memory_limit``, the rest of ``time_limit``).
 
     Parameters
     ----------
