@@ -247,9 +247,43 @@ def test_sample_follows_the_density():
 
 def test_export_text_paper_form():
     text = LeafSparseDensityTree(lam=5).fit(titanic_frame()).export_text()
-    assert "|--- age = child" in text and "P=0.0359, f=0.0179, V=2  (n=79)" in text
-    lst = SparseDensityRuleList(lam=5, n_iter=300, random_state=0).fit(titanic_frame()).export_text()
-    assert lst.splitlines()[0].startswith("if ") and lst.splitlines()[-1].startswith("else: ")
+    assert "|--- age != adult" in text and "P=0.0359, f=0.0179, V=2  (n=79)" in text
+    lst = SparseDensityRuleList(lam=5, n_iter=300, random_state=0).fit(titanic_frame())
+    lines = lst.export_text().splitlines()
+    assert lines[0] == "|--- " + " and ".join(lst.rules_[0]).replace(" = ", " == ")
+    assert lines[-1].lstrip("| -").startswith("P=")
+
+
+@pytest.mark.parametrize("make", [lambda: LeafSparseDensityTree(lam=5), lambda: BranchSparseDensityTree(lam=2),
+                                  lambda: SparseDensityRuleList(lam=5, n_iter=2000, random_state=0),
+                                  lambda: CategoricalDET(1, 20, cv=3, random_state=0)])
+def test_shared_tree_predicts_prints_and_round_trips(make, tmp_path):
+    """tree_ is the shared arboretum.Tree (task "density"): its density is the model's, JSON round trip,
+    the shared plot draws it; lists are cascades of CONJUNCTION splits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from arboretum.plot import plot_tree
+    from arboretum.tree import CONJUNCTION, Tree
+
+    X = titanic_frame()
+    est = make().fit(X)
+    tree = est.tree_
+    assert tree.task == "density" and tree.n_leaves == est.n_leaves_
+    np.testing.assert_allclose(np.log(tree.predict(X)), est.score_samples(X))
+    leaf = tree.split_kind == 0
+    np.testing.assert_allclose(tree.value[leaf, 0].sum(), 1.0)
+    np.testing.assert_allclose(tree.value[0], [1.0, 1.0 / 16, 16.0])  # the root: the whole domain
+    back = Tree.from_json(tree.to_json())
+    assert back.structurally_equal(tree) and back.export_text(decimals=4) == est.export_text()
+    if isinstance(est, (SparseDensityRuleList, CategoricalDET)):
+        assert set(tree.split_kind[~leaf].tolist()) == {CONJUNCTION}
+    ax = plot_tree(est)
+    texts = [t.get_text() for t in ax.texts]
+    assert any("P=" in t.replace(" = ", "=") and "\u2588" in t for t in texts)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 def test_select_rate_chooses_by_validation():
@@ -293,4 +327,102 @@ def test_time_limit_falls_back_to_annealing():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = LeafSparseDensityTree(lam=5, time_limit=0.5, random_state=0).fit(X)
-    assert not est.optimal_ and math.isnan(est.gap_) and est.n_leaves_ >= 1
+    assert not est.optimal_ and 0 < est.gap_ < math.inf and est.n_leaves_ >= 1  # the bound's anytime gap
+
+
+def test_numba_list_posterior_matches_exact_oracle():
+    """The sampler's LP_III (numba, float volumes) equals ListModel's (exact integer volumes)."""
+    from arboretum.density import _list_kernels as LK
+
+    rng = np.random.default_rng(0)
+    X, q = table(TITANIC), np.array([4, 2, 2])
+    ants = mine_antecedents(X, q, 2)
+    for exact in (False, True):
+        model = ListModel(ants, q, len(X), 4.0, 1.5, 1.3, exact_dirichlet_normalizer=exact)
+        args = (ants.bits, np.array(ants.boxes, dtype=np.uint64), ants.sizes, np.array(ants.available),
+                np.array(model.full, dtype=np.uint64), len(X), 4.0, 1.5, 1.3, exact, True)
+        for _ in range(100):
+            rules = tuple(int(a) for a in rng.choice(len(ants.sizes), size=rng.integers(0, 8), replace=False))
+            d = np.array(rules + (0,), dtype=np.int64)
+            assert LK.list_log_posterior(d, len(rules), *args) == pytest.approx(model.log_posterior(rules), abs=1e-9)
+            np.testing.assert_allclose(LK.list_volumes(d, len(rules), args[1], args[4]), model.volumes(rules))
+
+
+# -- C17, C19 --------------------------------------------------------------------------------------
+def test_c17_consistency_as_n_grows():
+    """Samples of the 6-leaf tree's pmf: the fraction of seeds whose MAP (Method I, exact) has the true
+    support and max |f_hat - f| < 2 / sqrt(n) never falls as n grows, and is 1 at n = 50000."""
+    support = np.array(list(SIM_FULL))
+    p = np.array(list(SIM_FULL.values()), dtype=float) / 1000
+    grid = np.array(list(itertools.product(range(2), repeat=3)))
+    true = np.array([p[i] if (i := next((k for k, s in enumerate(support) if tuple(s) == tuple(x)), -1)) >= 0
+                     else 0.0 for x in grid])
+    rates = []
+    for n in (500, 5000, 50000):
+        ok = 0
+        for seed in range(4):
+            X = support[np.random.default_rng(seed).choice(len(p), size=n, p=p)]
+            f = np.exp(LeafSparseDensityTree(lam=5, categories=[[0, 1]] * 3).fit(X).score_samples(grid))
+            ok += np.array_equal(f > 0, true > 0) and np.abs(f - true).max() < 2 / math.sqrt(n)
+        rates.append(ok / 4)
+    assert rates == sorted(rates) and rates[-1] == 1.0
+
+
+def test_c19_sparser_than_the_histogram():
+    """Titanic: 16 histogram bins against about 10 leaves for the three methods; a Crime-like domain of
+    1440 configurations (q = 2, 3, 4, 5, 2, 6) drawn from a sparse tree: far fewer leaves than bins."""
+    X = titanic_frame()
+    bins = HistogramDensity().fit(X).n_bins_
+    assert round(bins) == 16
+    for est in (LeafSparseDensityTree(lam=5), BranchSparseDensityTree(lam=2),
+                SparseDensityRuleList(lam=5, n_iter=2000, random_state=0)):
+        assert est.fit(X).n_leaves_ <= 11
+    rng = np.random.default_rng(0)
+    q = [2, 3, 4, 5, 2, 6]
+    n = 3000
+    Xc = np.column_stack([rng.integers(0, k, size=n) for k in q])
+    hot = rng.random(n) < 0.7  # a dense corner: x0 = 0, x1 = 1, x2 in {0, 1}
+    Xc[hot, 0], Xc[hot, 1], Xc[hot, 2] = 0, 1, rng.integers(0, 2, size=hot.sum())
+    cats = [list(range(k)) for k in q]
+    assert round(HistogramDensity(categories=cats).fit(Xc).n_bins_) == 1440
+    est = LeafSparseDensityTree(lam=8, categories=cats, solver="anneal", n_restarts=1, n_cycles=40,
+                                random_state=0).fit(Xc)
+    assert est.n_leaves_ <= 40
+
+
+def test_leaf_sparse_upper_bound_is_admissible():
+    """The Method I bound (exact.leaf_sparse_upper_bound) is at least the exact MAP on random small domains,
+    and an annealing fit's gap_ covers the distance to the exact optimum."""
+    from arboretum.density.exact import leaf_sparse_upper_bound
+
+    rng = np.random.default_rng(1)
+    for _ in range(12):
+        q = rng.integers(2, 4, size=rng.integers(2, 4))
+        n = int(rng.integers(5, 300))
+        skew = rng.dirichlet(np.ones(int(np.prod(q))) * rng.choice([0.2, 1.0, 5.0]))
+        cells = np.array(list(itertools.product(*(range(int(k)) for k in q))))
+        X = cells[rng.choice(len(cells), size=n, p=skew)]
+        lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([1.0, 2.0, 3.5]))
+        exact = solve_exact(X, q, "leaf", lam, alpha, None).log_posterior
+        assert leaf_sparse_upper_bound(X, q, lam, alpha) >= exact - 1e-9
+        est = LeafSparseDensityTree(lam=lam, alpha=alpha, solver="anneal", n_restarts=1, n_cycles=5,
+                                    trials_per_cycle=20, random_state=0,
+                                    categories=[list(range(int(k))) for k in q]).fit(X)
+        assert est.log_posterior_ + est.gap_ >= exact - 1e-9
+    assert math.isnan(leaf_sparse_upper_bound(X, q, 3.0, 0.5))
+
+
+def test_bounded_exact_certifies_beyond_the_plain_solver(monkeypatch):
+    """Method I: with the plain exact solver out of reach, annealing + the bound on the number of leaves +
+    the capped dynamic programme still certify the MAP (checked against the plain solver)."""
+    import arboretum.density.trees as T
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(200, 3))
+    X[:120, 0] = 0
+    plain = LeafSparseDensityTree(lam=4).fit(X)
+    assert plain.optimal_
+    monkeypatch.setattr(T, "EXACT_MAX_BOXES", 1)  # force annealing first
+    est = LeafSparseDensityTree(lam=4, n_restarts=1, n_cycles=3, trials_per_cycle=10, random_state=0).fit(X)
+    assert est.optimal_ and est.gap_ == 0.0
+    assert est.log_posterior_ == pytest.approx(plain.log_posterior_, abs=1e-9)

@@ -158,7 +158,7 @@ def test_split_kind_given_by_name():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda b, n: b.set_split(n[0], 7, 0, 0.5, n[1], n[2]), "kind must be one of"),
+        (lambda b, n: b.set_split(n[0], 99, 0, 0.5, n[1], n[2]), "kind must be one of"),
         (lambda b, n: b.set_split(n[0], LEAF, 0, 0.5, n[1], n[2]), "kind must be one of"),
         (lambda b, n: b.set_split(n[0], BINARY, 3, None, n[1], n[2]), r"feature must be an integer in \[0, 2\]"),
         (lambda b, n: b.set_split(n[0], BINARY, -1, None, n[1], n[2]), "feature must be"),

@@ -234,6 +234,17 @@ def _parts(detail: str) -> list[str]:
     return sorted(parts, key=lambda p: not p.startswith("p "))
 
 
+def _density_bars(tree: Tree, i: int) -> str:
+    """Two text bars under a density leaf: its probability P and density f, each against the largest leaf's."""
+    leaf = tree.split_kind == LEAF
+    top = tree.value[leaf].max(axis=0)
+    bars = []
+    for col, name in ((0, "P"), (1, "f")):
+        share = tree.value[i, col] / top[col] if top[col] > 0 else 0.0
+        bars.append(f"{name} " + "\u2588" * int(round(10 * share)) + "\u2591" * (10 - int(round(10 * share))))
+    return "\n".join(bars)
+
+
 def _node_texts(tree: Tree, order: list[int], cut: set[int], names: Sequence[str] | None, decimals: int,
                 show_counts: bool, wrap: int | None) -> dict[int, str]:
     texts = {}
@@ -247,6 +258,8 @@ def _node_texts(tree: Tree, order: list[int], cut: set[int], names: Sequence[str
                 detail = tree.leaf_text(i, decimals=decimals, show_counts=True)[len(label):].strip()
                 if detail:
                     text += "\n" + "\n".join(_wrap(part, max(len(label), 24)) for part in _parts(detail))
+            if tree.task == "density":  # the paper's leaf bars: probability and density
+                text += "\n" + _density_bars(tree, i)
             texts[i] = text
         else:
             condition = tree.split_text(i, feature_names=names, decimals=decimals)[0]
@@ -447,7 +460,8 @@ def plot_tree(
         ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(handles), 6),
                   frameon=False, fontsize="small")
     elif legend:
-        fig.colorbar(colors, ax=ax, fraction=0.03, pad=0.01, label="leaf value")
+        fig.colorbar(colors, ax=ax, fraction=0.03, pad=0.01,
+                     label="leaf probability" if tree.task == "density" else "leaf value")
 
     def set_size(size: float) -> None:
         for t in node_texts.values():

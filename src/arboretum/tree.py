@@ -17,7 +17,14 @@ kind           test (sample goes left when true)
 ``POLYTOPE``   ``sum_k r_k softplus(A_k . x + b_k) <= threshold[i]`` (inside a
                convex polytope; ``polytopes[i]`` holds ``r``, ``bias``,
                ``coefs`` = A and the ``facet`` flags; ``feature[i] == -1``)
+``CONJUNCTION`` every condition ``x[f] in codes`` of ``conjunctions[i]`` holds
+               (``feature[i] == -1``; a rule of a rule list)
 =============  ===========================================================
+
+A third task, ``"density"``, is for the density trees and lists of
+:mod:`arboretum.density`: ``value`` holds ``[P, f, V]`` per node (probability
+mass, mass per configuration, number of configurations) and ``counts`` the
+training rows; ``predict`` returns ``f``.
 
 Missing values (NaN) of numeric features fail every test and therefore go right.
 
@@ -57,6 +64,7 @@ __all__ = [
     "quadratic_features",
     "quadratic_terms",
     "POLYTOPE",
+    "CONJUNCTION",
     "SPLIT_KIND_NAMES",
     "Tree",
     "TreeBuilder",
@@ -68,7 +76,8 @@ THRESHOLD = 2
 CATEGORY = 3
 HYPERPLANE = 4
 QUADRATIC = 5
-POLYTOPE = 6  # convex polytope trees (arboretum.polytope); 7 is reserved for another kind
+POLYTOPE = 6  # convex polytope trees (arboretum.polytope)
+CONJUNCTION = 7  # density rule lists
 
 #: Human-readable name of every split kind, indexed by its code.
 SPLIT_KIND_NAMES: dict[int, str] = {
@@ -79,9 +88,10 @@ SPLIT_KIND_NAMES: dict[int, str] = {
     HYPERPLANE: "HYPERPLANE",
     QUADRATIC: "QUADRATIC",
     POLYTOPE: "POLYTOPE",
+    CONJUNCTION: "CONJUNCTION",
 }
 _KIND_BY_NAME = {name.lower(): code for code, name in SPLIT_KIND_NAMES.items()}
-_TASKS = ("classification", "regression")
+_TASKS = ("classification", "regression", "density")
 
 _FORMAT = "arboretum.Tree"
 _DIGITS = frozenset("0123456789")
@@ -399,6 +409,41 @@ def polytope_texts(p: Mapping[str, np.ndarray], t: float, names: Sequence[str], 
 # ---------------------------------------------------------------------------
 
 
+# -- density trees and rule lists (task "density", CONJUNCTION splits) ---------------------------------
+
+
+def _as_conjunctions(conjunctions: Mapping[int, Any] | None) -> dict[int, list[tuple[int, np.ndarray]]]:
+    out = {}
+    for k, conds in (conjunctions or {}).items():
+        if not isinstance(conds, (list, tuple)) or not conds:
+            raise ValueError(f"conjunctions[{k}] must be a non-empty list of (feature, codes); got {conds!r}")
+        items = []
+        for cond in conds:
+            f, codes = cond
+            if isinstance(f, bool) or not isinstance(f, (int, np.integer)):
+                raise TypeError(f"conjunctions[{k}]: a feature must be an integer; got {f!r}")
+            items.append((int(f), np.unique(np.asarray(codes, dtype=np.float64).ravel())))
+        out[int(k)] = items
+    return out
+
+
+def _same_conjunction(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(f == g and np.array_equal(c, d) for (f, c), (g, d) in zip(a, b))
+
+
+def _fmt_mass(x: float, decimals: int) -> str:
+    """A probability or density: ``decimals`` places, or significant digits below ``10**-decimals``."""
+    return f"{x:.{decimals}g}" if 0 < abs(x) < 10.0 ** -decimals else f"{x:.{decimals}f}"
+
+
+def _density_leaf_text(value: np.ndarray, n: float, decimals: int, show_counts: bool, sep: str) -> str:
+    """``"P=0.0359, f=0.0179, V=2  (n=79)"``: mass, mass per configuration, volume (the paper's Figure 3)."""
+    p, f, v = (float(x) for x in value)
+    vol = str(int(round(v))) if v < 1e15 else f"{v:.3g}"
+    text = f"P={_fmt_mass(p, decimals)}, f={_fmt_mass(f, decimals)}, V={vol}"
+    return text + (f"{sep}(n={_fmt_num(n, decimals)})" if show_counts else "")
+
+
 class Tree:
     """A decision tree stored as flat node arrays.
 
@@ -442,6 +487,8 @@ class Tree:
         reads labels in that column of ``X`` and prints them in its splits.
         ``CATEGORY`` splits and ``THRESHOLD`` splits on a categorical feature
         (an ordered one, split on its codes) need it to print labels.
+    conjunctions : dict of int to list of (feature, codes), default=None
+        The conditions of every ``CONJUNCTION`` node (all must hold to go left).
 
     Attributes
     ----------
@@ -471,7 +518,9 @@ class Tree:
         coefs: Mapping[int, Any] | None = None,
         feature_categories: Sequence[Any] | None = None,
         polytopes: Mapping[int, Mapping[str, Any]] | None = None,
+        conjunctions: Mapping[int, Any] | None = None,
     ) -> None:
+        self.conjunctions = _as_conjunctions(conjunctions)
         self.children_left = np.asarray(children_left, dtype=np.int64).copy()
         self.children_right = np.asarray(children_right, dtype=np.int64).copy()
         self.split_kind = np.asarray(split_kind, dtype=np.int8).copy()
@@ -520,7 +569,11 @@ class Tree:
 
     def _validate_outputs(self) -> None:
         n_values, n_counts = self.value.shape[1], self.counts.shape[1]
-        if self.task == "classification":
+        if self.task == "density":
+            if self.classes is not None or n_values != 3 or n_counts != 1:
+                raise ValueError(f"a density tree has value columns [P, f, V], one count column and no classes; "
+                                 f"got {n_values} value and {n_counts} count columns")
+        elif self.task == "classification":
             if n_counts != n_values:
                 raise ValueError(
                     f"for classification, counts and value need one column per class; "
@@ -573,7 +626,8 @@ class Tree:
         hyper = (kinds == HYPERPLANE) | (kinds == QUADRATIC) | (kinds == POLYTOPE)  # no single feature
         if (i := first(hyper & (feature != -1))) is not None:
             raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} must have feature -1; got {feature[i]}")
-        if (i := first(internal & ~hyper & ((feature < 0) | (feature >= self.n_features)))) is not None:
+        self._validate_conjunctions()
+        if (i := first(internal & ~hyper & (kinds != CONJUNCTION) & ((feature < 0) | (feature >= self.n_features)))) is not None:
             raise ValueError(
                 f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} tests feature {feature[i]}, "
                 f"outside [0, {self.n_features - 1}]"
@@ -621,6 +675,22 @@ class Tree:
                         f"coefs[{k}] of a QUADRATIC node must hold {n_terms} coefficients (the monomials "
                         f"of degree 1 and 2 of {self.n_features} features); got shape {v.shape}"
                     )
+
+    def _validate_conjunctions(self) -> None:
+        """CONJUNCTION nodes: feature -1, threshold NaN, and conditions on real features and codes."""
+        conj = np.flatnonzero(self.split_kind == CONJUNCTION).tolist()
+        for i in conj:
+            if self.feature[i] != -1 or not np.isnan(self.threshold[i]):
+                raise ValueError(f"CONJUNCTION node {i} must have feature -1 and threshold NaN")
+            if i not in self.conjunctions:
+                raise ValueError(f"CONJUNCTION node {i} has no entry in conjunctions")
+        for k, conds in self.conjunctions.items():
+            if k not in conj:
+                raise ValueError(f"conjunctions has an entry for node {k}, which is not a CONJUNCTION node")
+            for f, codes in conds:
+                if not 0 <= f < self.n_features or codes.size == 0 or not np.all(np.isfinite(codes)):
+                    raise ValueError(f"conjunctions[{k}] needs features in [0, {self.n_features - 1}] with "
+                                     f"non-empty finite codes; got feature {f}, codes {codes.tolist()}")
 
     def _validate_shape(self) -> None:
         n = self.n_nodes
@@ -749,6 +819,11 @@ class Tree:
             return X[idx] @ self.coefs[i] <= self.threshold[i]
         if kind == QUADRATIC:  # NaN features give a NaN value, which fails the test: right
             return quadratic_features(X[idx]) @ self.coefs[i] <= self.threshold[i]
+        if kind == CONJUNCTION:
+            ok = np.ones(idx.size, dtype=bool)
+            for f, codes in self.conjunctions[i]:
+                ok &= np.isin(X[idx, f], codes)
+            return ok
         column = X[idx, self.feature[i]]
         if kind == CATEGORY:
             return np.isin(column, self.categories[i])
@@ -794,6 +869,8 @@ class Tree:
         leaves = self.apply(X)
         if self.task == "regression":
             return self.value[leaves, 0].copy()
+        if self.task == "density":  # the mass of one configuration
+            return self.value[leaves, 1].copy()
         best = np.argmax(self.value, axis=1)[leaves]
         return best if self.classes is None else self.classes[best]
 
@@ -856,6 +933,14 @@ class Tree:
             return f"{lhs} <= {text}", f"{lhs} >  {text}"
         if kind == POLYTOPE:
             return polytope_texts(self.polytopes[i], t, names, decimals)
+        if kind == CONJUNCTION:
+            labels = self.feature_categories or [None] * self.n_features
+            parts = [split_texts(names[f], CATEGORY, categories=codes, labels=labels[f], decimals=decimals)
+                     for f, codes in self.conjunctions[i]]
+            if len(parts) == 1:
+                return parts[0]
+            text = " and ".join(left for left, _ in parts)
+            return text, f"not ({text})"
         if kind != HYPERPLANE:
             f = int(self.feature[i])
             labels = None if self.feature_categories is None else self.feature_categories[f]
@@ -877,6 +962,8 @@ class Tree:
 
     def _leaf_text(self, i: int, decimals: int, show_counts: bool, sep: str = "  ") -> str:
         counts = "[" + ", ".join(_fmt_num(c, decimals) for c in self.counts[i]) + "]"
+        if self.task == "density":
+            return _density_leaf_text(self.value[i], self.counts[i, 0], decimals, show_counts, sep)
         if self.task == "regression":
             text = f"value: {_fmt_num(self.value[i, 0], decimals)}"
             return text + (f"{sep}(n={_fmt_num(self.counts[i, 0], decimals)})" if show_counts else "")
@@ -1160,6 +1247,8 @@ class Tree:
             "coefs": {str(k): _encode_floats(v) for k, v in sorted(self.coefs.items())},
             **({"polytopes": {str(k): {name: _encode_floats(a) for name, a in v.items()}
                               for k, v in sorted(self.polytopes.items())}} if self.polytopes else {}),
+            **({"conjunctions": {str(k): [[f, _encode_floats(c)] for f, c in v]
+                                 for k, v in sorted(self.conjunctions.items())}} if self.conjunctions else {}),
         }
 
     @classmethod
@@ -1234,6 +1323,8 @@ class Tree:
                 coefs={int(k): _decode_floats(v, 1) for k, v in (d.get("coefs") or {}).items()},
                 feature_categories=fc,
                 polytopes={int(k): _decode_polytope(v) for k, v in (d.get("polytopes") or {}).items()},
+                conjunctions={int(k): [(f, _decode_floats(c, 1)) for f, c in v]
+                              for k, v in (d.get("conjunctions") or {}).items()},
             )
         except ModelFormatError:
             raise
@@ -1300,6 +1391,8 @@ class Tree:
                 return False
             if kind == POLYTOPE and not all(np.array_equal(self.polytopes[i][k], other.polytopes[j][k])
                                             for k in _POLYTOPE_FIELDS):
+                return False
+            if kind == CONJUNCTION and not _same_conjunction(self.conjunctions[i], other.conjunctions[j]):
                 return False
             stack.append((int(self.children_left[i]), int(other.children_left[j])))
             stack.append((int(self.children_right[i]), int(other.children_right[j])))

@@ -6,15 +6,17 @@ import numpy as np
 
 from .._compile import register
 from . import _kernels as K
+from . import _list_kernels as LK
 
 
 @register("density", lambda: [(K.leaf_sparse_dp, None), (K.branch_sparse_dp, None), (K.first_match, None),
-                              (K.list_counts, None), (K.and_into, None), (K.block_bits, None)])
+                              (K.list_counts, None), (K.and_into, None), (K.block_bits, None),
+                              (LK.mh_steps, None), (LK.prior_list, None), (LK.list_log_posterior, None)])
 def _warm_density() -> None:
     """Run every kernel once on a tiny domain with a real fit's argument types."""
     from .anneal import Problem
     from .exact import solve_exact
-    from .rulelist import ListModel, mine_antecedents
+    from .rulelist import ListModel, metropolis_hastings, mine_antecedents
 
     codes = np.array([[0, 1], [1, 0], [1, 1], [2, 1], [0, 0]], dtype=np.int64)
     q = np.array([3, 2], dtype=np.int64)
@@ -24,4 +26,6 @@ def _warm_density() -> None:
     prob.block(prob.all_bits, 0, 3)
     K.and_count(prob.all_bits, prob.all_bits)
     ants = mine_antecedents(codes, q, 2)
-    ListModel(ants, q, 5, 2.0, 1.0, 1.0).log_posterior((0, 3))
+    model = ListModel(ants, q, 5, 2.0, 1.0, 1.0)
+    model.log_posterior((0, 3))
+    metropolis_hastings(model, n_iter=20, n_chains=1)

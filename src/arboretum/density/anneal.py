@@ -109,10 +109,15 @@ class _Node:
         self.feature = -1
         self.children: list[_Node] = []
 
-    def walk(self):
-        yield self
-        for c in self.children:
-            yield from c.walk()
+    def walk(self) -> list["_Node"]:
+        """This node and its descendants in pre-order (iterative: a recursive generator costs O(depth)
+        per node)."""
+        out, stack = [], [self]
+        while stack:
+            v = stack.pop()
+            out.append(v)
+            stack.extend(reversed(v.children))
+        return out
 
 
 def _logv(box: tuple) -> float:
@@ -157,6 +162,13 @@ def _random_bipartition(rng: np.random.Generator, mask: int) -> tuple[int, int]:
     return g1, mask ^ g1
 
 
+def _view(root: _Node) -> tuple[list, list, list]:
+    """(every node, the leaves, the parents whose children are all leaves) of a tree, in pre-order."""
+    nodes = root.walk()
+    bottom = [v for v in nodes if v.children and all(not c.children for c in v.children)]
+    return nodes, [v for v in nodes if not v.children], bottom
+
+
 class _Move:
     """A proposal applied in place: ``at`` (the node whose subtree changed) and how to undo it."""
 
@@ -173,15 +185,17 @@ def _save(node: _Node) -> tuple:
 
 
 def propose(prob: Problem, root: _Node, rng: np.random.Generator, epsilon: float, max_leaves: int | None,
-            regroup_mode: str = "both") -> _Move | None:
-    """Apply one random move to the tree of ``root`` in place; None when the draw is infeasible."""
-    nodes = list(root.walk())
-    leaves = [v for v in nodes if not v.children]
+            regroup_mode: str = "both", view: tuple | None = None) -> _Move | None:
+    """Apply one random move to the tree of ``root`` in place; None when the draw is infeasible.
+
+    ``view`` = ``(nodes, leaves, bottom)`` of the current tree in pre-order (see :func:`_view`), when the caller
+    keeps it between proposals (it only changes when a move is accepted)."""
+    nodes, leaves, bottom = view if view is not None else _view(root)
     n_leaves = len(leaves)
     r = rng.random()
     share = (1.0 - epsilon) / 4.0
     if r < share:  # shrink
-        cands = [v for v in nodes if v.children and all(not c.children for c in v.children)]
+        cands = bottom
         if not cands:
             return None
         v = cands[int(rng.integers(len(cands)))]
@@ -233,7 +247,7 @@ def propose(prob: Problem, root: _Node, rng: np.random.Generator, epsilon: float
         parent.children = list(parent.children) + [sib]
         return mv
     if r < 4 * share:  # merge two leaf siblings
-        cands = [v for v in nodes if len(v.children) >= 3 and all(not c.children for c in v.children)]
+        cands = [v for v in bottom if len(v.children) >= 3]
         if not cands:
             return None
         v = cands[int(rng.integers(len(cands)))]
@@ -245,7 +259,7 @@ def propose(prob: Problem, root: _Node, rng: np.random.Generator, epsilon: float
         merged = _Node(box, ca.bits | cb.bits, ca.n + cb.n, _logv(box), v)
         v.children = [c for i, c in enumerate(v.children) if i not in (a, b)] + [merged]
         return mv
-    cands = [v for v in nodes if sum(1 for _ in v.walk()) >= 3]  # >= 2 descendants
+    cands = [v for v in nodes if v.children]  # >= 2 descendants: every split has >= 2 children
     if not cands:
         return None
     v = cands[int(rng.integers(len(cands)))]
@@ -287,6 +301,7 @@ def anneal(prob: Problem, *, n_cycles: int = 100, trials_per_cycle: int = 100, n
         e_cur = -prob.total(k, s)
         run_best, e_best = _copy(cur), e_cur
         temp, mean_d, n_acc = t_start, 0.0, 1
+        view = None
         hist: list = []
         for cycle in range(n_cycles):
             if deadline is not None and time.perf_counter() >= deadline:
@@ -297,8 +312,11 @@ def anneal(prob: Problem, *, n_cycles: int = 100, trials_per_cycle: int = 100, n
                     cur = _copy(run_best) if rng.random() < 0.5 else _root(prob)
                     k, s = _stats(prob, cur)
                     e_cur = -prob.total(k, s)
+                    view = None
                 n_prop += 1
-                mv = propose(prob, cur, rng, epsilon, max_leaves, regroup_mode)
+                if view is None:  # the tree changed: walk it again
+                    view = _view(cur)
+                mv = propose(prob, cur, rng, epsilon, max_leaves, regroup_mode, view)
                 if mv is None:
                     continue
                 at = mv.at
@@ -325,6 +343,7 @@ def anneal(prob: Problem, *, n_cycles: int = 100, trials_per_cycle: int = 100, n
                 else:
                     accept = True
                 if accept:
+                    view = None
                     k, s, e_cur = k_new, s_new, e_new
                     n_acc += 1
                     mean_d = (mean_d * (n_acc - 1) + d) / n_acc

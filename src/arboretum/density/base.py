@@ -204,6 +204,17 @@ class DensityEstimator(DensityMixin, TreeEstimator):
                 out[r, j] = self.categories_[j][cats[int(rng.randint(len(cats)))]]
         return out
 
+    @property
+    def tree_(self) -> "Any":
+        """The model as the shared :class:`arboretum.Tree` (task ``"density"``, nodes valued ``[P, f, V]``):
+        trees as chains of ``CATEGORY`` splits, lists and the DET as cascades of ``CONJUNCTION`` rules
+        (:mod:`arboretum.density._tree`).  ``export_text``, ``arboretum.plot.plot_tree`` and
+        ``tree_.to_json`` read it."""
+        check_is_fitted(self)
+        from ._tree import density_tree
+
+        return density_tree(self)
+
     # -- text ----------------------------------------------------------------------------------
     def _leaf_line(self, i: int, decimals: int) -> str:
         def fmt(x: float) -> str:
@@ -215,7 +226,12 @@ class DensityEstimator(DensityMixin, TreeEstimator):
                 f"  (n={int(self.leaf_counts_[i])})")
 
     def export_text(self, decimals: int = 4) -> str:  # type: ignore[override]
-        """The model in the paper's form: conditions, then P (mass), f (density) and V (volume) per leaf."""
+        """The model in the paper's form, P (mass), f (density) and V (volume) at every leaf: the shared
+        :meth:`arboretum.Tree.export_text` of :attr:`tree_`."""
+        return self.tree_.export_text(decimals=decimals)
+
+    def _export_leaves(self, decimals: int) -> str:
+        """One line per leaf: its conditions, then P, f and V (models without a tree, the histogram)."""
         check_is_fitted(self)
         lines = []
         for i in range(self.n_leaves_):

@@ -16,6 +16,9 @@ from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
 
 __all__ = ["HistogramDensity", "CategoricalDET"]
 
+#: The most pruning penalties CategoricalDET cross-validates (all of them for trees with fewer steps).
+MAX_CV_PENALTIES = 64
+
 
 class HistogramDensity(DensityEstimator):
     """One bin per configuration: ``f(x) = n_x / n`` (``alpha=0``, the paper's histogram) or the
@@ -81,6 +84,14 @@ class HistogramDensity(DensityEstimator):
 
     def _check_loaded(self) -> None:
         super()._check_loaded()
+
+    @property
+    def tree_(self) -> "Any":
+        raise AttributeError("HistogramDensity has no tree_: it is one bin per configuration")
+
+    def export_text(self, decimals: int = 4) -> str:  # type: ignore[override]
+        """One line per non-empty bin (then the empty bins together): its configuration, P, f and V."""
+        return self._export_leaves(decimals)
 
 
 class CategoricalDET(DensityEstimator):
@@ -167,61 +178,60 @@ class CategoricalDET(DensityEstimator):
     def _risk(node: list, n: int) -> float:
         return -(node[1].size ** 2) / (n * n * math.exp(log_volume(node[0])))
 
-    def _prune_sequence(self, nodes: list, n: int) -> list[tuple[float, frozenset]]:
-        """Weakest-link pruning: (alpha, set of internal nodes collapsed) for increasing alpha."""
-        collapsed: set = set()
-        seq = [(0.0, frozenset())]
+    def _prune_sequence(self, nodes: list, n: int) -> tuple[list[float], np.ndarray]:
+        """Weakest-link pruning (cost-complexity, as CART and Ram & Gray): the penalties at which subtrees
+        collapse, increasing, and for every node the penalty at which it becomes a leaf (inf: never).
 
-        def leaves_and_risk(i: int) -> tuple[int, float]:
-            if nodes[i][2] < 0 or i in collapsed:
-                return 1, self._risk(nodes[i], n)
-            a, ra = leaves_and_risk(nodes[i][2])
-            b, rb = leaves_and_risk(nodes[i][3])
-            return a + b, ra + rb
-
-        while nodes[0][2] >= 0 and 0 not in collapsed:
-            best, arg = math.inf, None
-            for i, nd in enumerate(nodes):
-                if nd[2] < 0 or i in collapsed or not self._active(nodes, i, collapsed):
-                    continue
-                k, r_sub = leaves_and_risk(i)
-                g = (self._risk(nd, n) - r_sub) / (k - 1)
-                if g < best:
-                    best, arg = g, i
-            if arg is None:
-                break
-            collapsed.add(arg)
-            seq.append((max(best, seq[-1][0]), frozenset(collapsed)))
-        return seq
+        Each step collapses the internal node of smallest ``g(t) = (R(t) - R(T_t)) / (|T_t| - 1)`` and
+        updates its ancestors' subtree risks and leaf counts (O(nodes) per step, vectorised)."""
+        m = len(nodes)
+        left = np.array([nd[2] for nd in nodes])
+        right = np.array([nd[3] for nd in nodes])
+        parent = np.full(m, -1)
+        for i in range(m):
+            if left[i] >= 0:
+                parent[left[i]] = parent[right[i]] = i
+        R = np.array([self._risk(nd, n) for nd in nodes])
+        S, L = R.copy(), np.ones(m)
+        for i in range(m - 1, -1, -1):  # children come after their parent
+            if left[i] >= 0:
+                S[i], L[i] = S[left[i]] + S[right[i]], L[left[i]] + L[right[i]]
+        live = left >= 0  # internal nodes of the current pruned tree
+        collapse = np.full(m, np.inf)
+        alphas = [0.0]
+        while live.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                g = np.where(live, (R - S) / (L - 1), np.inf)
+            t = int(np.argmin(g))
+            a = max(float(g[t]), alphas[-1])
+            alphas.append(a)
+            collapse[t] = a
+            dS, dL = R[t] - S[t], 1 - L[t]
+            stack = [t]
+            while stack:  # the subtree of t leaves the pruned tree
+                i = stack.pop()
+                live[i] = False
+                if left[i] >= 0:
+                    stack += [left[i], right[i]]
+            S[t], L[t] = R[t], 1
+            p = parent[t]
+            while p >= 0:
+                S[p] += dS
+                L[p] += dL
+                p = parent[p]
+        return alphas, collapse
 
     @staticmethod
-    def _active(nodes: list, i: int, collapsed: set) -> bool:
-        # a node is in the pruned tree when no ancestor is collapsed
-        parent = {c: p for p, nd in enumerate(nodes) for c in (nd[2], nd[3]) if c >= 0}
-        while i in parent:
-            i = parent[i]
-            if i in collapsed:
-                return False
-        return True
-
-    @staticmethod
-    def _leaves(nodes: list, collapsed: frozenset) -> list[int]:
+    def _leaves(nodes: list, collapse: np.ndarray, alpha: float) -> list[int]:
+        """Leaves of the tree pruned at penalty ``alpha``, left to right."""
         out, stack = [], [0]
         while stack:
             i = stack.pop()
-            if nodes[i][2] < 0 or i in collapsed:
+            if nodes[i][2] < 0 or collapse[i] <= alpha:
                 out.append(i)
             else:
                 stack += [nodes[i][3], nodes[i][2]]
         return out
-
-    @staticmethod
-    def _pruned_at(seq: list, alpha: float) -> frozenset:
-        chosen = seq[0][1]
-        for a, col in seq:
-            if a <= alpha:
-                chosen = col
-        return chosen
 
     def fit(self, X: Any, y: Any = None) -> "CategoricalDET":
         """Grow, cross-validate the pruning penalty, prune."""
@@ -233,13 +243,14 @@ class CategoricalDET(DensityEstimator):
         codes = self._fit_codes_density(X)
         n = codes.shape[0]
         nodes = self._grow(codes, n)
-        seq = self._prune_sequence(nodes, n)
+        alphas, collapse = self._prune_sequence(nodes, n)
         alpha = 0.0
-        if self.cv >= 2 and len(seq) > 1 and n >= self.cv:
-            alphas = [a for a, _ in seq]
+        if self.cv >= 2 and len(alphas) > 1 and n >= self.cv:
             # geometric midpoints, as in CART's cross-validation
             grid = [math.sqrt(max(a, 1e-300) * max(b, 1e-300)) if a > 0 else 0.0
                     for a, b in zip(alphas, alphas[1:] + [alphas[-1] * 2 + 1e-12])]
+            if len(grid) > MAX_CV_PENALTIES:  # large trees: an evenly spread subset of the penalties
+                grid = [grid[i] for i in np.unique(np.linspace(0, len(grid) - 1, MAX_CV_PENALTIES).astype(int))]
             loss = np.zeros(len(grid))
             rs = self.random_state
             folds = KFold(self.cv, shuffle=True, random_state=rs if isinstance(rs, numbers.Integral) else 0)
@@ -247,9 +258,9 @@ class CategoricalDET(DensityEstimator):
                 if clock.expired():
                     break
                 sub = self._grow(codes[tr], tr.size)
-                sub_seq = self._prune_sequence(sub, tr.size)
+                _, sub_collapse = self._prune_sequence(sub, tr.size)
                 for g, a in enumerate(grid):
-                    leaves = self._leaves(sub, self._pruned_at(sub_seq, a))
+                    leaves = self._leaves(sub, sub_collapse, a)
                     dens = [sub[i][1].size / (tr.size * math.exp(log_volume(sub[i][0]))) for i in leaves]
                     sq = sum(d * d * math.exp(log_volume(sub[i][0])) for d, i in zip(dens, leaves))
                     boxes = np.array([sub[i][0] for i in leaves], dtype=np.uint64)
@@ -258,7 +269,7 @@ class CategoricalDET(DensityEstimator):
                     which = K.first_match(codes[te], boxes)
                     loss[g] += sq - 2.0 * float(np.mean(np.asarray(dens)[which]))
             alpha = grid[int(np.argmin(loss))]
-        leaves = self._leaves(nodes, self._pruned_at(seq, alpha))
+        leaves = self._leaves(nodes, collapse, alpha)
         boxes = [nodes[i][0] for i in leaves]
         counts = np.array([nodes[i][1].size for i in leaves], dtype=np.float64)
         logv = np.array([log_volume(b) for b in boxes])

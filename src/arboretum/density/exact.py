@@ -236,3 +236,58 @@ def _merge_chains(node: DensityNode) -> DensityNode:
             merged.append(c)
     node.children = merged
     return node
+
+
+def leaf_sparse_upper_bound(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float) -> float:
+    """An upper bound on LP_I over every tree (Method I, any number of leaves), for ``alpha >= 1``
+    (NaN otherwise): with an annealing answer it gives a finite optimality gap where the exact solver
+    does not run.
+
+    Proof.  Write ``LP_I(T) = c(K) + sum_l h(n_l, V_l)`` with ``c(K) = log Poisson(K; lam) +
+    lgamma(K alpha) - lgamma(n + K alpha)`` and ``h(n, V) = lgamma(n + alpha) - lgamma(alpha) - n log V``.
+
+    1. A leaf holding ``d_l`` distinct observed configurations has ``V_l >= d_l``, and by the log-sum
+       inequality ``n_l log(n_l / d_l) <= sum_{x in l} n_x log n_x``; so ``-n_l log V_l <=
+       sum_{x in l} n_x log n_x - n_l log n_l`` and ``sum_l h <= H + sum_l g(n_l)`` with
+       ``H = sum_x n_x log n_x`` and ``g(m) = lgamma(m + alpha) - lgamma(alpha) - m log m`` (``g(0) = 0``).
+    2. ``g''(m) = psi'(m + alpha) - 1/m`` and ``psi'(m + alpha) <= psi'(m + 1) = sum_{k>=1} (m + k)**-2 <
+       1/m`` for ``alpha >= 1``: ``g`` is concave on ``m > 0``.  Over at most ``K`` non-empty leaves (at most
+       ``D``, the number of distinct observed configurations) whose counts sum to ``n``, Jensen's
+       inequality on the continuous relaxation gives ``sum_l g(n_l) <= max_{1<=j<=min(K, D)} j g(n / j)``.
+    3. Hence ``LP_I(T) <= max_K [c(K) + H + max_{j<=min(K,D)} j g(n/j)]`` over ``K = 1 .. |X|``.  Every
+       step only enlarges the set maximised over, so the bound is admissible.
+    4. The maximum is reached at ``K <= max(D, ceil(lam))``: beyond, the inner maximum is constant and
+       ``c(K+1) - c(K) = log(lam / (K+1)) + [lgamma((K+1) alpha) - lgamma(K alpha)] - [lgamma(n + (K+1)
+       alpha) - lgamma(n + K alpha)] < 0`` (the first term is negative for ``K + 1 > lam``, and the
+       brackets differ by a non-positive amount since ``lgamma(x + alpha) - lgamma(x)`` grows with ``x``).
+    """
+    if alpha < 1.0:
+        return math.nan
+    return float(np.max(leaf_sparse_bound_by_k(codes, q, lam, alpha)))
+
+
+def leaf_sparse_bound_by_k(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float,
+                           above: float | None = None) -> np.ndarray:
+    """``UB(K)`` for ``K = 1, 2, ...`` (:func:`leaf_sparse_upper_bound`'s step 3, ``alpha >= 1``): up to
+    ``max(D, ceil(lam))`` leaves, and further while ``UB(K) >= above`` (then ``UB`` only decreases, step
+    4), so every ``K`` past the array has ``UB(K) < above``: no tree with that many leaves beats ``above``."""
+    n = codes.shape[0]
+    _, counts = np.unique(codes, axis=0, return_counts=True)
+    H = float(np.sum(counts * np.log(counts)))
+    D = len(counts)
+    dom = math.exp(float(np.sum(np.log(np.asarray(q, dtype=np.float64)))))
+    k_easy = min(dom, max(D, math.ceil(lam)))
+    la = math.lgamma(alpha)
+
+    def g(m: float) -> float:
+        return math.lgamma(m + alpha) - la - m * math.log(m)
+
+    best_j = -math.inf
+    out = []
+    k = 1
+    while k <= dom and (k <= k_easy or (above is not None and out[-1] >= above)):
+        if k <= D:
+            best_j = max(best_j, k * g(n / k))
+        out.append(leaf_sparse_constant(k, n, lam, alpha) + H + best_j)
+        k += 1
+    return np.array(out)

@@ -145,21 +145,6 @@ class SparseDensityRuleList(DensityEstimator):
     def _leaf_pieces(self, i: int) -> list[tuple]:
         return rule_list_pieces(self, i)
 
-    def export_text(self, decimals: int = 4) -> str:  # type: ignore[override]
-        """The list in order: ``if ... then P, f, V`` / ``else if ...`` / ``else ...``."""
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self)
-        lines = []
-        for i in range(self.n_leaves_):
-            leaf = self._leaf_line(i, decimals)
-            if i == self.n_leaves_ - 1:
-                lines.append(("else: " if i else "always: ") + leaf)
-            else:
-                word = "if" if i == 0 else "else if"
-                lines.append(f"{word} {' and '.join(self._conditions(self.leaf_boxes_[i]))}: {leaf}")
-        return "\n".join(lines)
-
     def _check_loaded(self) -> None:
         super()._check_loaded()
         if not np.all(self.leaf_boxes_[-1] == np.array(self._full_box(), dtype=np.uint64)):

@@ -140,64 +140,6 @@ class ListModel:
         return lp
 
 
-def _prior_list(rng: np.random.Generator, ants: Antecedents, lam: float, eta: float) -> tuple:
-    M = len(ants.sizes)
-    H = len(ants.available) - 1
-    while True:
-        m = int(rng.poisson(lam))
-        if m <= M:
-            break
-    by_size = {c: [i for i in range(M) if ants.sizes[i] == c] for c in range(1, H + 1)}
-    out: list = []
-    for _ in range(m):
-        sizes = [c for c in range(1, H + 1) if by_size[c]]
-        if not sizes:
-            break
-        w = np.array([eta ** c / math.factorial(c) for c in sizes])
-        c = sizes[int(rng.choice(len(sizes), p=w / w.sum()))]
-        pick = by_size[c].pop(int(rng.integers(len(by_size[c]))))
-        out.append(pick)
-    return tuple(out)
-
-
-def _move_probs(m: int, M: int) -> tuple[float, float, float]:
-    if m == 0:
-        return 0.0, 1.0, 0.0
-    if m == 1:
-        return (0.0, 0.5, 0.5) if M > 1 else (0.0, 0.0, 1.0)
-    if m == M:
-        return 0.5, 0.0, 0.5
-    return 1 / 3, 1 / 3, 1 / 3
-
-
-def _propose(rng: np.random.Generator, d: tuple, M: int) -> tuple[tuple, float]:
-    """(proposed list, log Hastings correction) of the add / cut / move kernel (spec §6.2)."""
-    m = len(d)
-    p_move, p_add, p_cut = _move_probs(m, M)
-    r = rng.random()
-    if r < p_move:
-        i, k = (int(x) for x in rng.choice(m, size=2, replace=False))
-        lst = list(d)
-        rule = lst.pop(i)
-        lst.insert(k, rule)
-        return tuple(lst), 0.0
-    if r < p_move + p_add:
-        used = set(d)
-        cand = int(rng.integers(M))
-        while cand in used:  # uniform over the M - m antecedents not on the list
-            cand = int(rng.integers(M))
-        pos = int(rng.integers(m + 1))
-        new = d[:pos] + (cand,) + d[pos:]
-        p_cut_back = _move_probs(m + 1, M)[2]
-        log_j = math.log(p_cut_back / (m + 1)) - math.log(p_add / ((M - m) * (m + 1)))
-        return new, log_j
-    i = int(rng.integers(m))
-    new = d[:i] + d[i + 1:]
-    p_add_back = _move_probs(m - 1, M)[1]
-    log_j = math.log(p_add_back / ((M - m + 1) * m)) - math.log(p_cut / m)
-    return new, log_j
-
-
 def gelman_rubin(traces: list) -> float:
     """R-hat of equal-length traces (one per chain).  Never divides by zero: chains that are all constant
     and equal give 1.0, constant but different chains give inf, fewer than 2 chains or 2 samples nan."""
@@ -225,45 +167,80 @@ class MHResult:
     stopped: bool
 
 
+#: The longest list the sampler holds (an add is not proposed at this length, as at m = M).
+MAX_LIST_LENGTH = 256
+
+
 def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int | None = None, thinning: int = 1,
                         n_chains: int = 3, point_estimate: str = "map", random_state: int | None = 0,
-                        deadline: float | None = None, record_lengths: bool = False) -> MHResult:
-    """Run ``n_chains`` MH chains over lists; return the point estimate, its LP_III and R-hat."""
+                        deadline: float | None = None, record_lengths: bool = False,
+                        chunk: int = 4096) -> MHResult:
+    """Run ``n_chains`` MH chains over lists (numba, :mod:`._list_kernels`); return the point estimate,
+    its LP_III and R-hat.
+
+    Each chain starts from a list drawn from the prior and makes ``n_iter`` add / cut / move proposals
+    (spec §6.2); the LP of the steps after ``burn_in`` (every ``thinning``-th) makes its trace.  The
+    chains run in chunks of ``chunk`` steps between which ``deadline`` (a ``time.perf_counter()`` value)
+    is checked.  ``point_estimate="map"``: the list of highest LP_III visited by any chain (burn-in
+    included); ``"brl_point"``: BRL's estimate among the recorded lists.
+    """
+    from . import _list_kernels as LK
+
     rng = np.random.default_rng(random_state)
     ants = model.ants
     M = len(ants.sizes)
     burn = n_iter // 2 if burn_in is None else burn_in
-    best, best_lp = (), model.log_posterior(())
+    cap = min(M, MAX_LIST_LENGTH)
+    full = np.array(model.full, dtype=np.uint64)
+    boxes = np.array(ants.boxes, dtype=np.uint64).reshape(M, len(full))
+    sizes = np.asarray(ants.sizes, dtype=np.int64)
+    available = np.asarray(ants.available, dtype=np.int64)
+    args = (ants.bits, boxes, sizes, available, full, int(model.n), float(model.lam), float(model.eta),
+            float(model.alpha), bool(model.exact), bool(model.likelihood))
+    best = np.zeros(2 + max(cap, 1))
+    best[1] = -np.inf
     traces, lengths, samples = [], [], []
     total = 0
     stopped = False
+    n_rec = max(n_iter - burn, 0)
     for _ in range(n_chains):
-        d = _prior_list(rng, ants, model.lam, model.eta) if M else ()
-        lp = model.log_posterior(d)
-        if lp > best_lp:
-            best, best_lp = d, lp
-        trace = []
-        for it in range(1, n_iter + 1):
-            if (it & 255) == 0 and deadline is not None and time.perf_counter() >= deadline:
+        LK.seed(int(rng.integers(2**31 - 1)))
+        d = np.zeros(max(cap, 1), dtype=np.int64)
+        m = int(LK.prior_list(sizes, available, float(model.lam), float(model.eta), cap, d)) if M else 0
+        lp = float(LK.list_log_posterior(d, m, *args))
+        if lp > best[1]:
+            best[0], best[1], best[2:2 + m] = m, lp, d[:m]
+        trace = np.empty(n_rec)
+        lens = np.empty(n_rec, dtype=np.int64)
+        recs = np.zeros((n_rec if point_estimate == "brl_point" else 0, cap + 1), dtype=np.int64)
+        done = 0
+        while done < n_iter:
+            if deadline is not None and time.perf_counter() >= deadline:
                 stopped = True
                 break
-            total += 1
+            steps = min(chunk, n_iter - done)
             if M:
-                new, log_j = _propose(rng, d, M)
-                lp_new = model.log_posterior(new)
-                if math.log(rng.random() + 1e-300) < lp_new - lp + log_j:
-                    d, lp = new, lp_new
-                    if lp > best_lp:
-                        best, best_lp = d, lp
-            if it > burn and (it - burn) % thinning == 0:
-                trace.append(lp)
-                if record_lengths:
-                    lengths.append(len(d))
-                if point_estimate == "brl_point":
-                    samples.append((d, lp))
-        traces.append(trace)
+                rec_from = max(0, burn - done)
+                off = done + rec_from - burn
+                m, lp = LK.mh_steps(d, m, lp, steps, *args, cap, best, trace[off:], lens[off:], rec_from,
+                                    recs[off:])
+            else:
+                lo = max(done, burn)
+                trace[lo - burn:done + steps - burn] = lp
+                lens[lo - burn:done + steps - burn] = 0
+            done += steps
+            total += steps
+        kept = max(done - burn, 0)
+        traces.append(trace[:kept][thinning - 1::thinning].tolist())
+        if record_lengths:
+            lengths.extend(lens[:kept][thinning - 1::thinning].tolist())
+        if point_estimate == "brl_point":
+            samples.extend((tuple(int(a) for a in row[1:1 + row[0]]), float(v))
+                           for row, v in zip(recs[:kept][thinning - 1::thinning], trace[:kept][thinning - 1::thinning]))
         if stopped:
             break
+    rules = tuple(int(a) for a in best[2:2 + int(best[0])])
+    best_lp = float(best[1])
     if point_estimate == "brl_point" and samples:
         mean_len = float(np.mean([len(s) + 1 for s, _ in samples]))
         widths = [float(np.mean([ants.sizes[a] for a in s])) for s, _ in samples if s]
@@ -272,7 +249,7 @@ def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int 
                 if math.floor(mean_len) <= len(s) + 1 <= math.ceil(mean_len)
                 and (not s or math.floor(mean_w) <= np.mean([ants.sizes[a] for a in s]) <= math.ceil(mean_w))]
         if keep:
-            best, best_lp = max(keep, key=lambda t: t[1])
+            rules, best_lp = max(keep, key=lambda t: t[1])
     n_min = min((len(t) for t in traces), default=0)
     r_hat = gelman_rubin([t[:n_min] for t in traces]) if len(traces) >= 2 else math.nan
-    return MHResult(best, best_lp, r_hat, traces, lengths, total, stopped)
+    return MHResult(rules, best_lp, r_hat, traces, lengths, total, stopped)

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import data as _data
 
@@ -164,11 +165,13 @@ class CategoricalSpace:
     # -- encode --------------------------------------------------------------------------
     def _codes(self, values: np.ndarray, j: int, names: Sequence[str] | None, unknown: str) -> np.ndarray:
         lookup = {_key(v): i for i, v in enumerate(self.categories_[j].tolist())}
-        out = np.empty(len(values), dtype=np.int64)
-        for i, v in enumerate(values.tolist()):
+        inv, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+        code_of = np.empty(len(uniq), dtype=np.int64)
+        for u, v in enumerate(uniq.tolist()):  # one lookup per distinct value
             c = lookup.get(_key(v))
             if c is None:
                 if unknown == "error":
+                    i = int(np.flatnonzero(inv == u)[0])
                     seen = ", ".join(_data.format_label(s) for s in self.categories_[j][:20])
                     raise ValueError(
                         f"{_data._where(j, names)} has the category {v!r} at row {i}, which is not in the "
@@ -176,7 +179,8 @@ class CategoricalSpace:
                         f"handle_unknown='zero' to give such rows density 0"
                     )
                 c = -1
-            out[i] = c
+            code_of[u] = c
+        out = code_of[inv]
         return out
 
     def encode(self, columns: list, names: Sequence[str] | None, unknown: str = "error") -> np.ndarray:

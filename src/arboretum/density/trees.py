@@ -15,13 +15,15 @@ from ..data import Interval, Options
 from . import _kernels as K
 from .anneal import Problem, anneal
 from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
-from .exact import DensityNode, exact_size, solve_exact
+from .exact import DensityNode, exact_size, leaf_sparse_bound_by_k, leaf_sparse_upper_bound, solve_exact
 from .posterior import log_posterior_branch_sparse, log_posterior_leaf_sparse
 
 __all__ = ["LeafSparseDensityTree", "BranchSparseDensityTree"]
 
 #: The exact solver is tried (solver="auto") on domains with at most this many boxes (prod 2**q_j).
 EXACT_MAX_BOXES = 1 << 22
+#: Method I: after annealing, the exact solver capped at the leaves the bound allows runs up to this many boxes.
+BOUNDED_MAX_BOXES = 1 << 24
 
 
 class _DensityTree(DensityEstimator):
@@ -112,13 +114,47 @@ class _DensityTree(DensityEstimator):
             if sa.stopped:
                 reason = "time_limit"
         root, lp = result
+        if self._method == "leaf" and not self.optimal_ and self.solver != "anneal" and alpha >= 1:
+            bounded = self._bounded_exact(codes, q, lam, alpha, lp, clock)
+            if bounded is not None:
+                root, lp = bounded
+                self.optimal_ = True
+                reason = "completed"
         self._set_tree(root, codes, lam, alpha)
         self.log_posterior_ = float(lp)
-        self.gap_ = 0.0 if self.optimal_ else math.nan
+        self.gap_ = 0.0 if self.optimal_ else self._gap(codes, q, lam, alpha)
         self.fit_time_ = clock.elapsed()
         self._set_stop(reason, f"returning the best tree found ({self.n_leaves_} leaves, log posterior "
                                f"{self.log_posterior_:.4f}), not certified")
         return self
+
+    def _bounded_exact(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float, lp: float,
+                       clock: Any) -> tuple | None:
+        """Method I beyond the plain exact solver's reach: the upper bound by number of leaves
+        (:func:`.exact.leaf_sparse_bound_by_k`) says no tree of more than ``k`` leaves beats the annealing
+        answer ``lp``; the dynamic programme over trees of at most ``k`` leaves (memory ~ boxes x k) then
+        finds the MAP.  None when the domain, ``memory_limit`` or the clock does not allow it."""
+        ub = leaf_sparse_bound_by_k(codes, q, lam, alpha, above=lp - 1e-9)
+        k = int(np.flatnonzero(ub >= lp - 1e-9).max()) + 1 if np.any(ub >= lp - 1e-9) else 1
+        n_boxes, need = exact_size(q, "leaf", k)
+        if n_boxes > BOUNDED_MAX_BOXES or clock.expired() or (
+                self.memory_limit is not None and need > self.memory_limit * 2**20):
+            return None
+        ex = solve_exact(codes, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit)
+        if ex is None:
+            return None
+        return (ex.root, ex.log_posterior) if ex.log_posterior >= lp - 1e-9 * max(1.0, abs(lp)) else None
+
+    def _gap(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float) -> float:
+        """Method I: ``upper bound - log_posterior_`` (:func:`.exact.leaf_sparse_upper_bound`, alpha >= 1);
+        NaN for Method II or alpha < 1.  0 when the bound meets the answer (then ``optimal_`` is True)."""
+        if self._method != "leaf":
+            return math.nan
+        ub = leaf_sparse_upper_bound(codes, q, lam, alpha)
+        gap = max(ub - self.log_posterior_, 0.0)
+        if gap <= 1e-9 * max(1.0, abs(ub)):
+            self.optimal_, gap = True, 0.0
+        return gap
 
     def _set_tree(self, root: DensityNode, codes: np.ndarray, lam: float, alpha: float) -> None:
         nodes, parent = [], []
@@ -156,46 +192,6 @@ class _DensityTree(DensityEstimator):
         return log_posterior_branch_sparse(children, self.leaf_counts_, self.leaf_log_volumes_, float(self.lam),
                                            float(self.alpha))
 
-    def export_text(self, decimals: int = 4) -> str:  # type: ignore[override]
-        """The tree, indented, with P (mass), f (density) and V (volume) at every leaf (the paper's Figure 3)::
-
-            |--- class in {1st, 2nd, 3rd}
-            |   |--- age = adult
-            ...
-            |   |   |--- P=0.2100, f=0.2100, V=1  (n=462)
-        """
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self)
-        names = self._names()
-        lines: list[str] = []
-        leaf_index = {int(i): k for k, i in enumerate(np.flatnonzero(
-            ~np.isin(np.arange(len(self.node_parent_)), self.node_parent_)))}
-
-        def label(i: int) -> str:
-            par = int(self.node_parent_[i])
-            j = int(self.node_feature_[par])
-            m = int(self.node_boxes_[i, j])
-            cats = [self.categories_[j][c] for c in range(len(self.categories_[j])) if (m >> c) & 1]
-            from ..data import format_label
-
-            texts = [format_label(c) for c in cats]
-            return f"{names[j]} = {texts[0]}" if len(texts) == 1 else f"{names[j]} in {{{', '.join(texts)}}}"
-
-        def walk(i: int, depth: int) -> None:
-            kids = np.flatnonzero(self.node_parent_ == i)
-            if kids.size == 0:
-                lines.append("|   " * depth + "|--- " + self._leaf_line(leaf_index[i], decimals))
-                return
-            for c in kids:
-                lines.append("|   " * depth + "|--- " + label(int(c)))
-                walk(int(c), depth + 1)
-
-        if len(self.node_parent_) == 1:
-            return "|--- " + self._leaf_line(0, decimals)
-        walk(0, 0)
-        return "\n".join(lines)
-
 
 class LeafSparseDensityTree(_DensityTree):
     """Leaf-sparse density tree (Method I of Goh, Semenova & Rudin): a Poisson(``lam``) prior on the number
@@ -206,7 +202,11 @@ class LeafSparseDensityTree(_DensityTree):
     found exactly (``solver="exact"``, a dynamic programme over all boxes of the domain; ``optimal_``
     True) where the domain is small enough (``solver="auto"``: at most 2**22 boxes, within
     ``memory_limit`` and half of ``time_limit``), else by simulated annealing over the paper's five
-    moves (``n_restarts`` runs of ``n_cycles`` x ``trials_per_cycle`` proposals).
+    moves (``n_restarts`` runs of ``n_cycles`` x ``trials_per_cycle`` proposals).  After annealing
+    (``alpha >= 1``), an admissible upper bound (:func:`arboretum.density.exact.leaf_sparse_upper_bound`)
+    gives ``gap_`` and the most leaves a better tree could have; unless ``solver="anneal"``, the dynamic
+    programme capped at that many leaves then certifies the MAP when it fits (up to 2**24 boxes,
+    ``memory_limit``, the rest of ``time_limit``).
 
     Parameters
     ----------
@@ -247,7 +247,9 @@ class LeafSparseDensityTree(_DensityTree):
     optimal_ : bool
         True when the exact solver certified the tree.
     gap_ : float
-        0 when certified, NaN otherwise.
+        0 when certified; else (Method I, ``alpha >= 1``) an admissible upper bound on the MAP's log
+        posterior minus ``log_posterior_`` (:func:`arboretum.density.exact.leaf_sparse_upper_bound`), a
+        finite gap; NaN for Method II.
     stop_reason_, fit_time_, compile_time_, n_features_in_, feature_names_in_
 
     Examples

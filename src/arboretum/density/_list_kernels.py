@@ -1,0 +1,285 @@
+"""Numba kernels of the rule-list sampler (Method III, spec §5.4, §6.2): LP_III of a list over the bitset
+layer and box subtraction, and the Metropolis-Hastings chain (add / cut / move with their Hastings ratios).
+
+A list is an int64 array of antecedent indices (its first ``m`` entries).  Antecedents are given by their
+row bitsets ``ant_bits`` (M, words), their boxes ``ant_boxes`` (M, p) of category masks and their sizes.
+Leaf volumes are float64 sums of the disjoint boxes that box subtraction leaves (exact up to rounding;
+the Python :class:`~arboretum.density.rulelist.ListModel` keeps exact integers and is the test oracle).
+
+Box subtraction is exponential in the list length in the worst case (so is the paper's inclusion-exclusion,
+spec §6.3): a list whose uncovered region needs more than ``MAX_FREE_BOXES`` disjoint boxes gets volume
+NaN and LP ``-inf``, so the sampler never moves there (a computational cap on the search space; lists of
+the paper's lengths, up to about 10 rules, stay far below it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._numba import popcount64
+
+#: The most disjoint boxes box subtraction may hold (beyond: the list is out of the search space).
+MAX_FREE_BOXES = 512
+
+
+@njit(cache=True)
+def seed(s):
+    """Seed numba's generator (the chain's stream)."""
+    np.random.seed(s)
+
+
+@njit(cache=True)
+def _box_volume(box):
+    v = 1.0
+    for j in range(box.shape[0]):
+        v *= popcount64(box[j])
+    return v
+
+
+@njit(cache=True)
+def _log_prior(rules, m, sizes, available, lam, eta):
+    H = available.shape[0] - 1
+    used = np.zeros(H + 1, dtype=np.int64)
+    lp = m * math.log(lam) - math.lgamma(m + 1.0)
+    for i in range(m):
+        c = sizes[rules[i]]
+        norm = 0.0
+        for k in range(1, H + 1):
+            if available[k] - used[k] > 0:
+                norm += eta ** k / math.gamma(k + 1.0)
+        lp += c * math.log(eta) - math.lgamma(c + 1.0) - math.log(norm) - math.log(available[c] - used[c])
+        used[c] += 1
+    return lp
+
+
+@njit(cache=True)
+def list_volumes(rules, m, ant_boxes, full):
+    """Volumes (float64) of the ``m + 1`` leaves of a list by box subtraction (spec §6.3); all NaN when the
+    uncovered region needs more than ``MAX_FREE_BOXES`` boxes."""
+    p = full.shape[0]
+    vols = np.zeros(m + 1)
+    cap = 64
+    free = np.empty((cap, p), dtype=np.uint64)
+    free[0] = full
+    nfree = 1
+    nxt = np.empty((cap, p), dtype=np.uint64)
+    cur = np.empty(p, dtype=np.uint64)
+    for i in range(m):
+        rule = ant_boxes[rules[i]]
+        nn = 0
+        mine = 0.0
+        for f in range(nfree):
+            b = free[f]
+            meets = True
+            for j in range(p):
+                if b[j] & rule[j] == 0:
+                    meets = False
+                    break
+            if not meets:
+                if nn >= nxt.shape[0]:
+                    grown = np.empty((2 * nxt.shape[0], p), dtype=np.uint64)
+                    grown[:nn] = nxt[:nn]
+                    nxt = grown
+                nxt[nn] = b
+                nn += 1
+                continue
+            inter = 1.0
+            for j in range(p):
+                inter *= popcount64(b[j] & rule[j])
+            mine += inter
+            cur[:] = b
+            for j in range(p):
+                if b[j] & rule[j] == b[j]:
+                    continue
+                if nn >= nxt.shape[0]:
+                    grown = np.empty((2 * nxt.shape[0], p), dtype=np.uint64)
+                    grown[:nn] = nxt[:nn]
+                    nxt = grown
+                nxt[nn] = cur
+                nxt[nn, j] = b[j] & ~rule[j]
+                nn += 1
+                cur[j] = b[j] & rule[j]
+        vols[i] = mine
+        if nn > MAX_FREE_BOXES:
+            vols[:] = np.nan
+            return vols
+        free, nxt = nxt, free
+        nfree = nn
+    rest = 0.0
+    for f in range(nfree):
+        rest += _box_volume(free[f])
+    vols[m] = rest
+    return vols
+
+
+@njit(cache=True)
+def list_log_posterior(rules, m, ant_bits, ant_boxes, sizes, available, full, n, lam, eta, alpha, exact,
+                       likelihood):
+    """LP_III (spec §5.4, without the constant normaliser of the length); the prior alone when
+    ``likelihood`` is False (spec C16)."""
+    lp = _log_prior(rules, m, sizes, available, lam, eta)
+    if not likelihood:
+        return lp
+    W = ant_bits.shape[1]
+    covered = np.zeros(W, dtype=np.uint64)
+    vols = list_volumes(rules, m, ant_boxes, full)
+    if np.isnan(vols[m]):
+        return -np.inf
+    total = 0
+    for i in range(m + 1):
+        if i < m:
+            row = ant_bits[rules[i]]
+            c = 0
+            for w in range(W):
+                x = row[w] & ~covered[w]
+                c += popcount64(x)
+                covered[w] |= x
+            total += c
+        else:
+            c = n - total
+        lp += math.lgamma(c + alpha)
+        if c > 0:
+            lp -= c * math.log(vols[i])  # c > 0 implies a positive volume
+    lp -= math.lgamma(n + (m + 1) * alpha)
+    if exact:
+        lp += math.lgamma((m + 1) * alpha) - (m + 1) * math.lgamma(alpha)
+    return lp
+
+
+@njit(cache=True)
+def _move_probs(m, M):
+    if m == 0:
+        return 0.0, 1.0, 0.0
+    if m == 1:
+        if M > 1:
+            return 0.0, 0.5, 0.5
+        return 0.0, 0.0, 1.0
+    if m == M:
+        return 0.5, 0.0, 0.5
+    return 1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0
+
+
+@njit(cache=True)
+def prior_list(sizes, available, lam, eta, cap, out):
+    """Draw a list from the prior (spec §6.2); returns its length (at most ``cap``)."""
+    M = sizes.shape[0]
+    H = available.shape[0] - 1
+    while True:
+        m = np.random.poisson(lam)
+        if m <= M:
+            break
+    m = min(m, cap)
+    left = np.zeros(H + 1, dtype=np.int64)
+    for a in range(M):
+        left[sizes[a]] += 1
+    on = np.zeros(M, dtype=np.bool_)
+    w = np.zeros(H + 1)
+    got = 0
+    for _ in range(m):
+        tot = 0.0
+        for c in range(1, H + 1):
+            w[c] = eta ** c / math.gamma(c + 1.0) if left[c] > 0 else 0.0
+            tot += w[c]
+        if tot == 0.0:
+            break
+        u = np.random.random() * tot
+        c = 1
+        while c < H and u >= w[c]:
+            u -= w[c]
+            c += 1
+        while w[c] == 0.0:
+            c -= 1
+        while True:  # uniform among the unused antecedents of size c
+            a = np.random.randint(M)
+            if sizes[a] == c and not on[a]:
+                break
+        on[a] = True
+        left[c] -= 1
+        out[got] = a
+        got += 1
+    return got
+
+
+@njit(cache=True)
+def mh_steps(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, lam, eta, alpha, exact,
+             likelihood, cap, best, trace, lengths, rec_from, rec_lists):
+    """``n_steps`` Metropolis-Hastings steps from the list ``d[:m]`` (LP ``lp``), in place.
+
+    ``best`` = [length, lp, rules...] as float64 is updated with every improvement; the LP and length of
+    step ``t >= rec_from`` go to ``trace[t - rec_from]`` / ``lengths[...]`` (and the list itself to
+    ``rec_lists`` when it has rows).  Returns ``(m, lp)``.
+    """
+    M = sizes.shape[0]
+    on = np.zeros(M, dtype=np.bool_)
+    for i in range(m):
+        on[d[i]] = True
+    new = np.empty(cap, dtype=np.int64)
+    top = min(M, cap)
+    for t in range(n_steps):
+        p_move, p_add, p_cut = _move_probs(m, top)
+        r = np.random.random()
+        log_j = 0.0
+        if r < p_move:
+            i = np.random.randint(m)
+            k = np.random.randint(m - 1)
+            if k >= i:
+                k += 1
+            rule = d[i]
+            q = 0
+            for s in range(m):
+                if s != i:
+                    new[q] = d[s]
+                    q += 1
+            for s in range(m - 1, k, -1):
+                new[s] = new[s - 1]
+            new[k] = rule
+            m_new = m
+        elif r < p_move + p_add:
+            while True:
+                cand = np.random.randint(M)
+                if not on[cand]:
+                    break
+            pos = np.random.randint(m + 1)
+            for s in range(pos):
+                new[s] = d[s]
+            new[pos] = cand
+            for s in range(pos, m):
+                new[s + 1] = d[s]
+            m_new = m + 1
+            p_cut_back = _move_probs(m + 1, top)[2]
+            log_j = math.log(p_cut_back / (m + 1)) - math.log(p_add / ((M - m) * (m + 1.0)))
+        else:
+            i = np.random.randint(m)
+            q = 0
+            for s in range(m):
+                if s != i:
+                    new[q] = d[s]
+                    q += 1
+            m_new = m - 1
+            p_add_back = _move_probs(m - 1, top)[1]
+            log_j = math.log(p_add_back / ((M - m + 1.0) * m)) - math.log(p_cut / m)
+        lp_new = list_log_posterior(new, m_new, ant_bits, ant_boxes, sizes, available, full, n, lam, eta,
+                                    alpha, exact, likelihood)
+        if math.log(np.random.random() + 1e-300) < lp_new - lp + log_j:
+            for s in range(m):
+                on[d[s]] = False
+            for s in range(m_new):
+                d[s] = new[s]
+                on[d[s]] = True
+            m, lp = m_new, lp_new
+            if lp > best[1]:
+                best[0] = m
+                best[1] = lp
+                for s in range(m):
+                    best[2 + s] = d[s]
+        if t >= rec_from:
+            trace[t - rec_from] = lp
+            lengths[t - rec_from] = m
+            if rec_lists.shape[0] > 0:
+                rec_lists[t - rec_from, 0] = m
+                for s in range(m):
+                    rec_lists[t - rec_from, 1 + s] = d[s]
+    return m, lp
