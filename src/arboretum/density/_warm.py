@@ -29,3 +29,7 @@ def _warm_density() -> None:
     model = ListModel(ants, q, 5, 2.0, 1.0, 1.0)
     model.log_posterior((0, 3))
     metropolis_hastings(model, n_iter=20, n_chains=1)
+    # a fit and its scores: the leaf lookup (first_match) with the argument types of a real fit
+    from .trees import LeafSparseDensityTree
+
+    LeafSparseDensityTree().fit(codes).score_samples(codes)

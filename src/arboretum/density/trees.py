@@ -259,7 +259,7 @@ class LeafSparseDensityTree(_DensityTree):
     >>> X = np.array([[0, 1]] * 30 + [[1, 0]] * 10 + [[1, 1]] * 10)
     >>> est = LeafSparseDensityTree(lam=3).fit(X)
     >>> est.n_leaves_, est.optimal_
-    (2, True)
+    (3, True)
     """
 
     _method = "leaf"
