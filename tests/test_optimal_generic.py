@@ -40,14 +40,7 @@ from optimal_generators import (
 )
 
 
-def np_cost(points, labels=None, target=None, weight=None):
-    w = np.ones(points.shape[0]) if weight is None else weight
-    if not points.any():
-        return 0.0
-    if labels is not None:
-        return float(w[points].sum() - np.bincount(labels[points], weights=w[points]).max())
-    t, ww = target[points], w[points]
-    return float(np.dot(ww, (t - np.dot(ww, t) / ww.sum()) ** 2))
+from test_optimal import np_cost  # noqa: E402  (the brute-force leaf cost, shared)
 
 
 def data(rng, n, d=2, classes=2, grid=None):

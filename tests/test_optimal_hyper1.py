@@ -20,16 +20,7 @@ from arboretum.optimal import hyper1
 from arboretum.optimal.hyper1 import solve_hyperplane1, subset_sides
 from arboretum.optimal.rules import _cofactors, _side_values, axis_rules, hyperplane_rules
 from arboretum.optimal.solver import make_objective, solve
-
-
-def np_cost(points, labels=None, target=None, weight=None):
-    w = np.ones(points.shape[0]) if weight is None else weight
-    if not points.any():
-        return 0.0
-    if labels is not None:
-        return float(w[points].sum() - np.bincount(labels[points], weights=w[points]).max())
-    t, ww = target[points], w[points]
-    return float(np.dot(ww, (t - np.dot(ww, t) / ww.sum()) ** 2))
+from test_optimal import np_cost  # noqa: E402  (the brute-force leaf cost, shared)
 
 
 def brute_force(rules, nmin, **kw):
