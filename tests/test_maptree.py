@@ -340,7 +340,7 @@ def test_probe_bounds_are_admissible_and_ordered(n_classes, weighted):
                 continue
             words = pack_rows_mask(members)
             p1, u1, f1 = K._probe(o, words, s.scratch, s.data, s.model, s.tables, s.graph.nodes, False)
-            p2 = K._probe2(o, words, s.scratch, s.data, s.model, s.tables, s.graph.nodes, 10**9)
+            p2 = K._probe2(s.model, o, words, s.scratch, s.data, s.tables, s.graph.nodes, s.ub_inf, 10**9)
             exact = oracle.value(oracle.subset_mask(np.flatnonzero(members[rows])), int(s.or_depth[o]))
             assert s.or_lb[o] <= p1 + 1e-9
             assert p1 <= p2 + 1e-9

@@ -664,9 +664,12 @@ def _valid_splits(words, M1, valid_f, n1_buf):
 
 
 @njit(cache=True)
-def _expand(o, words, data, model, tables, graph, bufs, ub_inf):
-    """Expand OR node ``o`` whose sample set is ``words``: create one AND child per distinct
-    partition of ``I`` by a valid split.
+def expand_node(o, words, data, model, tables, graph, bufs, ub_inf):
+    """One expansion of the unexpanded OR node ``o`` whose sample set is ``words``: create one
+    AND child per distinct partition of ``I`` by a valid split, propagate the bounds
+    (:func:`_propagate`), count the expansion.  The caller guarantees room for the new nodes.
+    (One compile unit with the propagation call: a wrapper around a jitted expansion would
+    compile the expansion's code a second time, see :func:`_lookahead`.)
 
     New children get their leaf statistics from :func:`_node_stats` (weighted
     class counts, or regression sums) and their bounds from
@@ -715,6 +718,8 @@ def _expand(o, words, data, model, tables, graph, bufs, ub_inf):
     if nv == 0:
         or_leaf[o] = nll  # no valid split: p_leaf = 1
         or_and_count[o] = 0
+        _propagate(o, graph, bufs, np.uint8(0))
+        counters[C_N_EXP] += 1
         return
     or_leaf[o] = -tables.log_pstop[d] + nll
     graph.links.or_pen[o] = -tables.log_ps[d] + tables.log_int[nv]
@@ -760,6 +765,8 @@ def _expand(o, words, data, model, tables, graph, bufs, ub_inf):
         and_parent[a] = o
     or_and_count[o] = kept
     counters[C_N_AND] = a0 + kept
+    _propagate(o, graph, bufs, np.uint8(0))
+    counters[C_N_EXP] += 1
 
 
 @njit(cache=True, inline="always")
@@ -968,7 +975,7 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
     AND child, and ``b(c)`` is the LB the child has in the graph if it is
     stored there already, else the creation bound ``h'(c)`` that
     :func:`new_or_node` would give it.  This is exactly the LB the node would
-    get from :func:`_propagate` right after :func:`_expand`, so it is
+    get from :func:`_propagate` right after :func:`expand_node`, so it is
     admissible by the same argument (every child's bound is admissible, and
     ``val(o) = min(leaf, min_f pen + val(o_f0) + val(o_f1))``); and it is only
     used through ``max(LB, probe)``, so no consistency is needed.
@@ -1135,8 +1142,7 @@ def _node_columns(words, n, M1, Y, vf, nv):
     return Mc, planes
 
 
-@njit(cache=True)
-def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
+def _probe2_body(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):
     """Depth-2 lookahead bound of OR node ``o`` (classification), from pair counts.
 
     For every valid split ``f`` of ``I`` and both of its children ``I_fs``,
@@ -1338,26 +1344,31 @@ def _probe2(o, words, scratch, data, model, tables, nodes, max_rows):
     return min(leaf, -log_ps[d] + log_int[nv] + best)
 
 
-def _lookahead(model, o, words, scratch, data, tables, nodes, ub_inf):  # pragma: no cover
-    """The probe bound of ``o``: depth-2 (:func:`_probe2`) for classification, depth-1
-    (:func:`_probe`) for regression."""
+# The depth-2 probe compiled on its own, for the tests (a search compiles it as the body of
+# :func:`_lookahead` instead: one compile unit fewer on the cold path).
+_probe2 = njit(cache=True)(_probe2_body)
+
+
+def _lookahead(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):  # pragma: no cover
+    """The probe bound of ``o``: depth-2 (:func:`_probe2`, at most ``max_rows`` splits looked
+    at to depth 2) for classification, depth-1 (:func:`_probe`) for regression."""
     raise NotImplementedError("compiled by numba only")
 
 
 @overload(_lookahead)
-def _lookahead_impl(model, o, words, scratch, data, tables, nodes, ub_inf):
+def _lookahead_impl(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):
     if is_regression_model(model):
 
-        def depth1(model, o, words, scratch, data, tables, nodes, ub_inf):
+        def depth1(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):
             # Its LB reads no UB; ub_inf is passed on so that _probe has one specialisation.
             return _probe(o, words, scratch, data, model, tables, nodes, ub_inf)[0]
 
         return depth1
 
-    def depth2(model, o, words, scratch, data, tables, nodes, ub_inf):
-        return _probe2(o, words, scratch, data, model, tables, nodes, PROBE2_ROWS)
-
-    return depth2
+    # The body itself, not a wrapper calling a jitted _probe2: numba links a callee's code into
+    # its caller's module and optimises it again there, so a wrapper costs a second compile
+    # of the whole probe (about 1.2 s of a cold start).
+    return _probe2_body
 
 
 _LB_DIRTY = np.uint8(1)  # the node's best-LB AND got worse: rescan its AND children
@@ -1478,15 +1489,6 @@ def _propagate(start, graph, bufs, probed):
 
 
 @njit(cache=True)
-def expand_node(o, words, data, model, tables, graph, bufs, ub_inf):
-    """One expansion of the unexpanded OR node ``o`` (sample set ``words``): create its
-    splits, propagate the bounds, count it.  The caller guarantees room for the new nodes."""
-    _expand(o, words, data, model, tables, graph, bufs, ub_inf)
-    _propagate(o, graph, bufs, np.uint8(0))
-    graph.nodes.counters[C_N_EXP] += 1
-
-
-@njit(cache=True)
 def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule, ub_inf, probe, start):
     """Run up to ``max_iter`` iterations of MAPTree's best-first search.
 
@@ -1578,7 +1580,7 @@ def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule,
                 v, vub, vf = _probe(o, words, scratch, data, model, tables, graph.nodes, ub_inf)
             else:
                 or_flags[o] |= _PROBED2
-                v = _lookahead(model, o, words, scratch, data, tables, graph.nodes, ub_inf)
+                v = _lookahead(model, o, words, scratch, data, tables, graph.nodes, ub_inf, PROBE2_ROWS)
             counters[C_N_PROBE] += 1
             changed = np.uint8(0)
             if vub < or_ub[o]:

@@ -667,7 +667,7 @@ class AndOrSearch:
         ``words``) through the split on ``f``, or None when ``f`` is not a valid split there.
 
         The AND node stored for ``f`` may be that of an earlier feature with the same
-        partition of ``words``, possibly with the sides swapped (``_kernels._expand``)."""
+        partition of ``words``, possibly with the sides swapped (``_kernels.expand_node``)."""
         s0, c = int(self.or_and_start[o]), int(self.or_and_count[o])
         for a in range(s0, s0 + c):
             g = int(self.and_feature[a])
