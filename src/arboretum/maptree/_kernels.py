@@ -1350,20 +1350,30 @@ _probe2 = njit(cache=True)(_probe2_body)
 
 
 def _lookahead(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):  # pragma: no cover
-    """The probe bound of ``o``: depth-2 (:func:`_probe2`, at most ``max_rows`` splits looked
-    at to depth 2) for classification, depth-1 (:func:`_probe`) for regression."""
+    """The depth-2 probe bound of ``o`` (:func:`_probe2`, at most ``max_rows`` splits looked at
+    to depth 2); classification only (:func:`_has_depth2`)."""
     raise NotImplementedError("compiled by numba only")
+
+
+def _has_depth2(model):  # pragma: no cover
+    """Whether the leaf model has a depth-2 probe (:func:`_lookahead`): classification only."""
+    raise NotImplementedError("compiled by numba only")
+
+
+@overload(_has_depth2)
+def _has_depth2_impl(model):
+    if is_regression_model(model):
+        return lambda model: False
+    return lambda model: True
 
 
 @overload(_lookahead)
 def _lookahead_impl(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):
     if is_regression_model(model):
-
-        def depth1(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):
-            # Its LB reads no UB; ub_inf is passed on so that _probe has one specialisation.
-            return _probe(o, words, scratch, data, model, tables, nodes, ub_inf)[0]
-
-        return depth1
+        # Never called: without a depth-2 probe the second visit probes to depth 1 again through
+        # the same call of _probe as the first (run_search).  A wrapper here calling _probe
+        # would compile _probe's code a second time.
+        return lambda model, o, words, scratch, data, tables, nodes, ub_inf, max_rows: -np.inf
 
     # The body itself, not a wrapper calling a jitted _probe2: numba links a callee's code into
     # its caller's module and optimises it again there, so a wrapper costs a second compile
@@ -1577,6 +1587,10 @@ def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule,
             vf = -1
             if not (or_flags[o] & _PROBED):
                 or_flags[o] |= _PROBED
+                v, vub, vf = _probe(o, words, scratch, data, model, tables, graph.nodes, ub_inf)
+            elif not _has_depth2(model):
+                # Regression's second visit: depth 1 again (children stored since may know more).
+                or_flags[o] |= _PROBED2
                 v, vub, vf = _probe(o, words, scratch, data, model, tables, graph.nodes, ub_inf)
             else:
                 or_flags[o] |= _PROBED2
