@@ -133,6 +133,31 @@ def test_first_fit_of_a_process_reports_loading_then_zero():
     assert r["optimal"]
 
 
+_FIRST_TORCH_FIT = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import numpy as np
+from arboretum import ConvexPolytopeTreeClassifier
+assert "torch" not in sys.modules
+X = np.random.default_rng(0).normal(size=(3000, 4))
+t = time.perf_counter()
+m = ConvexPolytopeTreeClassifier(max_depth=2, time_limit=0.5, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+print(json.dumps(dict(wall=time.perf_counter() - t, compile=m.compile_time_, stop=m.stop_reason_)))
+"""
+
+
+def test_first_torch_fit_counts_the_import_as_compile_time():
+    """PyTorch's import and first use (seconds) on a process's first polytope fit count in
+    ``compile_time_``, not in ``time_limit``: the rest of the fit stays within the limit."""
+    pytest.importorskip("torch")
+    out = subprocess.run([sys.executable, "-c", _FIRST_TORCH_FIT], capture_output=True, text=True,
+                         timeout=300, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["stop"] == "time_limit"
+    assert r["compile"] > 0.0
+    assert r["wall"] - r["compile"] < 0.5 * 1.1 + 1.5  # the issue's 10% + 0.5 s, with 1 s more for a loaded CI
+
+
 def test_empty_cache_is_reported_not_cached():
     env = dict(os.environ, NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="arboretum-empty-cache-"))
     code = "from arboretum import _compile; import arboretum; print(_compile.is_cached('maptree-classification'))"
