@@ -240,3 +240,37 @@ def test_no_warnings_on_clean_input():
         warnings.simplefilter("error")
         check_binary_features([[0, 1]])
         check_classification_targets_encoded([0, 1])
+
+
+_MIXED_VALUES = st.sampled_from(["a", "b", "3.5", b"x", 1, 2.5, True, np.False_, np.int8(3), np.float32(1.5),
+                                 float("nan"), np.float64("nan"), None, object(), 1 + 2j])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_MIXED_VALUES, min_size=1, max_size=12))
+def test_object_column_check_agrees_with_a_row_by_row_scan(values):
+    """The type-level check of object columns (one pass over the distinct types, pandas.isna for
+    floats) accepts and refuses exactly what a scan of every row does, and names the same row."""
+    import pandas as pd
+
+    from arboretum import data as D
+
+    col = np.empty(len(values), dtype=object)
+    col[:] = values
+    expected = None
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, (float, np.floating)) and np.isnan(v)):
+            expected = (ValueError, f"at row {i}")
+            break
+        if not (isinstance(v, (str, bytes)) or isinstance(v, (int, float, bool, np.number, np.bool_))) or (
+            isinstance(v, complex)
+        ):
+            expected = (TypeError, f"at row {i}")
+            break
+    for read in (lambda c: D.label_values(c, 0), lambda c: D.label_values(pd.Series(c), 0),
+                 lambda c: D.column_kind(c, 0)):
+        if expected is None:
+            read(col)
+        else:
+            with pytest.raises(expected[0], match=expected[1]):
+                read(col)

@@ -690,17 +690,9 @@ def _object_kind(values: np.ndarray, j: int, names: Sequence[str] | None) -> str
     """An object column is numeric when it holds only numbers, booleans and numeric text
     (:func:`parse_number`), binary when it holds only booleans, categorical when it holds
     other text."""
-    has_text = False
-    all_bool = True
-    for i, v in enumerate(values):
-        if _is_missing(v):
-            raise _missing_error(j, i, v, names)
-        if isinstance(v, (str, bytes)):
-            has_text = True
-        elif not _is_number(v):
-            raise _bad_value_error(j, i, v, names)
-        elif not isinstance(v, (bool, np.bool_)):
-            all_bool = False
+    types = _checked_value_types(values, j, names)
+    has_text = any(issubclass(t, (str, bytes)) for t in types)
+    all_bool = all(issubclass(t, (bool, np.bool_, str, bytes)) for t in types)
     if has_text:
         return "numeric" if text_as_numbers(values) is not None else "categorical"
     return "binary" if all_bool else "numeric"
@@ -793,12 +785,35 @@ def label_values(col: Any, j: int, names: Sequence[str] | None = None) -> np.nda
     if hasattr(col, "to_numpy"):
         col = col.to_numpy(dtype=object)
     col = np.asarray(col, dtype=object)
-    for i, v in enumerate(col):
-        if _is_missing(v):
-            raise _missing_error(j, i, v, names)
-        if not (_is_number(v) or isinstance(v, (str, bytes))):
-            raise _bad_value_error(j, i, v, names)
+    _checked_value_types(col, j, names)
     return col
+
+
+def _checked_value_types(values: np.ndarray, j: int, names: Sequence[str] | None) -> set:
+    """The types of the values of an object column, after checking that none is missing and that
+    each is a number, a boolean or text (else the error names the first offending row).
+
+    Vectorised over the distinct types, not the rows: only a float type can hold a missing value
+    (NaN), checked by one ``pandas.isna`` pass; the row-by-row scan runs only to name the row of
+    a value that is refused.
+    """
+    types = set(map(type, values))
+    floats = any(issubclass(t, (float, np.floating)) for t in types)
+    accepted = all(
+        issubclass(t, (str, bytes)) or (issubclass(t, (numbers.Real, np.bool_)) and t.__name__ != "NaTType")
+        for t in types
+    )
+    if accepted and floats:
+        import pandas as pd
+
+        accepted = not pd.isna(values).any()
+    if not accepted:
+        for i, v in enumerate(values):
+            if _is_missing(v):
+                raise _missing_error(j, i, v, names)
+            if not (_is_number(v) or isinstance(v, (str, bytes))):
+                raise _bad_value_error(j, i, v, names)
+    return types
 
 
 #: A one-hot encoded column with more distinct labels than this, and fewer than
