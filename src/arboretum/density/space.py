@@ -28,11 +28,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .. import data as _data
 
 __all__ = ["CategoricalSpace", "MAX_CATEGORIES"]
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` of an object array, the uniques in order of first appearance:
+    ``pandas.factorize`` where pandas is installed, a dictionary pass otherwise (arboretum itself
+    needs only NumPy; pandas is optional)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        index: dict = {}
+        codes = np.fromiter((index.setdefault(v, len(index)) for v in values.tolist()), dtype=np.int64,
+                            count=len(values))
+        uniques = np.empty(len(index), dtype=object)
+        uniques[:] = list(index)
+        return codes, uniques
+    return pd.factorize(values, use_na_sentinel=False)
 
 #: The most categories one feature may have (a leaf stores a feature's allowed set as one 64-bit mask).
 MAX_CATEGORIES = 64
@@ -165,7 +180,7 @@ class CategoricalSpace:
     # -- encode --------------------------------------------------------------------------
     def _codes(self, values: np.ndarray, j: int, names: Sequence[str] | None, unknown: str) -> np.ndarray:
         lookup = {_key(v): i for i, v in enumerate(self.categories_[j].tolist())}
-        inv, uniq = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+        inv, uniq = _factorize(np.asarray(values, dtype=object))
         code_of = np.empty(len(uniq), dtype=np.int64)
         for u, v in enumerate(uniq.tolist()):  # one lookup per distinct value
             c = lookup.get(_key(v))
