@@ -80,7 +80,15 @@ class _OptimalTreeBase(TreeEstimator):
     """What both optimal-tree estimators share: pre-flight, rules, the search, the fitted tree."""
 
     _uses_binary_questions = False
-    _kernel_family = "optimal"
+
+    @property
+    def _kernel_family(self) -> str:
+        """The numba kernels this fit runs (:mod:`arboretum._compile`): the axis-parallel search's
+        alone (``"optimal-axis"``, the default ``split_type``) or the rules' search (``"optimal"``),
+        so that a first fit compiles only what it runs."""
+        if self._user_objective() is None and axis.applies(self.split_type, self.max_splits, self.exact_splits):
+            return "optimal-axis"
+        return "optimal"
 
     # Both estimators take the same parameters (scikit-learn reads them off this signature).
     def __init__(self, max_splits: int = 3, exact_splits: bool = False, split_type: str = "axis",
@@ -727,28 +735,30 @@ class OptimalTreeRegressor(RegressorMixin, _OptimalTreeBase):
         return self.tree_.value[leaves, 0].copy()
 
 
-@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (depth2.depth2_features, None),
-                               (depth2.eval_root, None), (depth2.depth2_prepare, None), (depth2.depth2_solve, None),
-                               (depth2.level_solve, None), (depth2.feature_best_splits, None),
-                               (depth2.best_single_root, None), (depth2.split_subset, None), (depth2.leaf_of, None),
-                               (hyper1.hyperplane1_sweep, None), (K.k2_roots, None), (K.splits_reaching, None),
-                               (K.side_table, None)])
-def _warm() -> None:
-    """Compile the kernels on a tiny problem (classification with and without weights, regression;
-    the generic DP and its bounds, the axis-parallel search (depth-2 kernel and the levels above
-    it, with and without leaf sizes) and the single-hyperplane path)."""
-    from .bounds import greedy_tree
-    from .rules import axis_rules
-
+def _tiny_objectives():
+    """Tiny problems with the argument types of real fits: 4 and 8 points, with the objectives of
+    classification with and without weights and of regression."""
     X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
-    rules = axis_rules(X)
     labels = np.array([0, 1, 1, 0])
-    X8 = np.r_[X, X + 0.5]
     for kw in ({"labels": labels, "n_classes": 2}, {"labels": labels, "n_classes": 2, "weight": np.arange(1.0, 5.0)},
                {"target": X[:, 0]}):
-        obj = make_objective(4, **kw)
-        solve(rules, obj, 2, depth=2, nmin=1)
         obj8 = make_objective(8, **{a: (np.r_[v, v] if isinstance(v, np.ndarray) else v) for a, v in kw.items()})
+        yield X, make_objective(4, **kw), np.r_[X, X + 0.5], obj8
+
+
+@register("optimal-axis", lambda: [(K.leaf_cost, None), (depth2.depth2_features, None), (depth2.eval_root, None),
+                                    (depth2.depth2_prepare, None), (depth2.depth2_solve, None),
+                                    (depth2.level_solve, None), (depth2.feature_best_splits, None),
+                                    (depth2.best_single_root, None), (depth2.split_subset, None),
+                                    (depth2.leaf_of, None)])
+def _warm_axis() -> None:
+    """Compile the axis-parallel search (:mod:`.axis`: the depth-2 kernel and the levels above it,
+    with and without leaf sizes, whole and a chunk of features at a time) and the leaf cost of
+    its CART incumbent.  The default ``split_type="axis"`` needs only these: a third of the
+    compiling of all the optimal trees' kernels (:func:`_warm`)."""
+    from .._numba import pack_rows_mask
+
+    for _, _, X8, obj8 in _tiny_objectives():
         for k, depth, nmin in ((3, 2, 1), (3, None, 0), (4, None, 2)):
             axis.solve_axis(X8, obj8, k, depth=depth, nmin=nmin)
         # large problems solve a depth-2 problem a chunk of features at a time (the deadline is
@@ -759,6 +769,21 @@ def _warm() -> None:
                 axis.solve_axis(X8, obj8, k, depth=depth, nmin=nmin)
         finally:
             axis._KERNEL_CHUNK = chunk
+        K.leaf_cost(pack_rows_mask(np.arange(8) < 5), obj8)  # a stopped search's CART incumbent (_greedy)
+
+
+@register("optimal", lambda: [(K.search_chunk, None), (K.leaf_cost, None), (hyper1.hyperplane1_sweep, None),
+                               (K.k2_roots, None), (K.splits_reaching, None), (K.side_table, None)])
+def _warm() -> None:
+    """Compile the rules' search on a tiny problem: the generic DP and its bounds (the K = 2 path,
+    root bounds, the greedy incumbent) and the single-hyperplane path; hyperplane, quadratic and
+    user rules, ``exact_splits`` and user objectives run these."""
+    from .bounds import greedy_tree
+    from .rules import axis_rules
+
+    for X, obj, _, _ in _tiny_objectives():
+        rules = axis_rules(X)
+        solve(rules, obj, 2, depth=2, nmin=1)
         solve(rules, obj, 3, nmin=0)  # the bounds: K = 2 path, root bounds, greedy incumbent
         solve(rules, obj, 3, nmin=1, exact=True)
         greedy_tree(rules, obj, 2, exact=False, nmin=1, depth=None)
