@@ -292,6 +292,41 @@ def test_select_rate_chooses_by_validation():
     assert best.lam == max(res, key=lambda r: r["mean_log_likelihood"])["params"]["lam"]
 
 
+def test_density_cv_scores_folds_of_training_data_only():
+    from sklearn.model_selection import KFold
+
+    from arboretum import DensityCV
+
+    X = titanic_frame().sample(600, random_state=1)
+    grid = [{"lam": [5], "alpha": [0.25, 2.0]}, {"alpha": [1.0]}]
+    cv = DensityCV([LeafSparseDensityTree(density="posterior_mean"), HistogramDensity()], grid, cv=4,
+                   random_state=3).fit(X)
+    r = cv.cv_results_
+    assert list(r["estimator"]) == ["LeafSparseDensityTree"] * 2 + ["HistogramDensity"]
+    assert r["params"][1] == {"alpha": 2.0, "lam": 5}
+    # every fold score is the held-out log-likelihood per row of a model fitted on the other folds
+    domain = [sorted(set(X[c])) for c in X.columns]
+    for f, (a, b) in enumerate(KFold(4, shuffle=True, random_state=3).split(X)):
+        m = LeafSparseDensityTree(lam=5, alpha=2.0, density="posterior_mean", categories=domain,
+                                  random_state=3 + 1000 * f).fit(X.iloc[a])
+        assert r[f"split{f}_test_score"][1] == pytest.approx(m.score(X.iloc[b]) / len(b), abs=1e-12)
+    assert cv.best_index_ == int(np.argmax(r["mean_test_score"])) and r["rank_test_score"][cv.best_index_] == 1
+    assert cv.best_score_ == r["mean_test_score"][cv.best_index_]
+    best = type(cv.best_estimator_)(**{**cv.best_estimator_.get_params(), **cv.best_params_}).fit(X)
+    np.testing.assert_array_equal(cv.score_samples(X), best.score_samples(X))  # refitted on all of X
+    assert cv.n_leaves_ == best.n_leaves_ and cv.leaf_probabilities_.sum() == pytest.approx(1.0)
+
+
+def test_density_cv_titanic_authors_split():
+    """The issue's goal: on the authors' split, the library's own selection (training folds only) gives a
+    model of at most 11 leaves with test log-likelihood at least -805.52 (the authors' tree)."""
+    from arboretum import DensityCV
+
+    cv = DensityCV(LeafSparseDensityTree()).fit(authors("train"))
+    assert cv.best_params_["alpha"] < 2  # the paper's alpha=2 gives the 9-leaf MAP at every rate (-806.36)
+    assert cv.n_leaves_ <= 11 and cv.score(authors("test")) >= -805.52
+
+
 def test_categories_explicit_and_unknown():
     X = pd.DataFrame({"a": ["x", "y", "x", "x"], "b": [1, 2, 2, 1]})
     est = LeafSparseDensityTree(lam=2).fit(X)
