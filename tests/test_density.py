@@ -447,6 +447,45 @@ def test_leaf_sparse_upper_bound_is_admissible():
     assert math.isnan(leaf_sparse_upper_bound(X, q, 3.0, 0.5))
 
 
+def test_lagrangian_bound_is_admissible_and_certifies():
+    """Method I's Lagrangian relaxation (exact.leaf_sparse_lagrangian): upper[k-1] >= the best tree with k
+    leaves (the knapsack programme's table, every k), its tree's log posterior is exact, and when it
+    certifies, its tree is the MAP."""
+    from arboretum.density import _kernels as KK
+    from arboretum.density.exact import leaf_sparse_lagrangian, region_tables
+    from arboretum.density.posterior import leaf_sparse_constant, log_posterior_leaf_sparse
+
+    rng = np.random.default_rng(5)
+    n_certified = 0
+    for _ in range(15):
+        q = rng.integers(2, 4, size=rng.integers(2, 4))
+        n = int(rng.integers(5, 300))
+        skew = rng.dirichlet(np.ones(int(np.prod(q))) * rng.choice([0.2, 1.0, 5.0]))
+        cells = np.array(list(itertools.product(*(range(int(k)) for k in q))))
+        X = cells[rng.choice(len(cells), size=n, p=skew)]
+        lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([0.3, 1.0, 2.0]))
+        tables = region_tables(X, q)
+        counts, logv, vol, strides, order = tables
+        k_cap = int(np.prod(q))
+        best = np.full((counts.shape[0], k_cap + 1), -np.inf)
+        aj = np.full(best.shape, -1, dtype=np.int8)
+        aa, ak = np.zeros(best.shape, dtype=np.int64), np.zeros(best.shape, dtype=np.int32)
+        KK.leaf_sparse_dp(order, 0, len(order), counts, logv, vol, strides, q, k_cap, alpha, best, aj, aa, ak)
+        root = int(sum(((1 << int(x)) - 1) * int(s) for x, s in zip(q, strides)))
+        by_k = np.array([best[root, k] + leaf_sparse_constant(k, n, lam, alpha) for k in range(1, k_cap + 1)])
+        lag = leaf_sparse_lagrangian(tables, q, float(n), lam, alpha, k_cap)
+        assert np.all(lag.upper >= by_k - 1e-9)
+        leaves = lag.root.leaves()
+        cnt = [sum(all((int(b) >> int(v)) & 1 for b, v in zip(leaf.box, x)) for x in X) for leaf in leaves]
+        logvs = [sum(math.log(int(b).bit_count()) for b in leaf.box) for leaf in leaves]
+        assert log_posterior_leaf_sparse(cnt, logvs, lam, alpha) == pytest.approx(lag.lower, abs=1e-7)
+        assert lag.lower <= by_k.max() + 1e-9
+        if lag.certified:
+            n_certified += 1
+            assert lag.lower == pytest.approx(by_k.max(), abs=1e-7)
+    assert n_certified >= 5
+
+
 def test_bounded_exact_certifies_beyond_the_plain_solver(monkeypatch):
     """Method I: with the plain exact solver out of reach, annealing + the bound on the number of leaves +
     the capped dynamic programme still certify the MAP (checked against the plain solver)."""

@@ -225,3 +225,47 @@ def branch_sparse_dp(order, start, stop, counts, logv, strides, q, lam, alpha, b
         best[r] = node + top
         choice_j[r] = cj
         choice_b[r] = cb
+
+
+@njit(cache=True)
+def leaf_sparse_lagrange(order, counts, logv, strides, q, alpha, mu, val, nleaf, arg_j, arg_a):
+    """Method I, Lagrangian relaxation of the number of leaves: ``val[r]`` = the largest sum over the
+    leaves of a tree on region ``r`` of ``leaf term + mu`` (no ``k`` dimension), ``nleaf[r]`` its
+    number of leaves (the fewest among ties), ``arg_j``/``arg_a`` its first bipartition (-1: a leaf).
+    Then ``max over trees with K leaves of sum(leaf terms) <= val[root] - mu K`` for every ``K``."""
+    p = q.shape[0]
+    la = math.lgamma(alpha)
+    for t in range(order.shape[0]):
+        r = order[t]
+        n = counts[r]
+        v = ((math.lgamma(n + alpha) - la - n * logv[r]) if n > 0 else 0.0) + mu
+        kk = 1
+        bj = -1
+        ba = 0
+        for j in range(p):
+            m = (r // strides[j]) % (1 << q[j])
+            if _popcount_small(m) < 2:
+                continue
+            low = m & (-m)
+            rest = m ^ low
+            sub = rest
+            while True:
+                a = low | sub
+                b = m ^ a
+                if b != 0:
+                    ra = r + (a - m) * strides[j]
+                    rb = r + (b - m) * strides[j]
+                    s = val[ra] + val[rb]
+                    nl = nleaf[ra] + nleaf[rb]
+                    if s > v or (s == v and nl < kk):
+                        v = s
+                        kk = nl
+                        bj = j
+                        ba = a
+                if sub == 0:
+                    break
+                sub = (sub - 1) & rest
+        val[r] = v
+        nleaf[r] = kk
+        arg_j[r] = bj
+        arg_a[r] = ba

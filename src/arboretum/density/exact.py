@@ -30,7 +30,8 @@ import numpy as np
 from . import _kernels as K
 from .posterior import leaf_sparse_constant
 
-__all__ = ["DensityNode", "ExactResult", "exact_size", "solve_exact", "region_tables"]
+__all__ = ["DensityNode", "ExactResult", "LagrangeResult", "exact_size", "solve_exact", "region_tables",
+           "leaf_sparse_lagrangian"]
 
 
 @dataclass
@@ -118,24 +119,37 @@ def _run_chunks(fn, order: np.ndarray, deadline: float | None, chunk: int = 4096
 
 def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha: float,
                 max_leaves: int | None, deadline: float | None = None,
-                memory_limit: float | None = None) -> ExactResult | None:
+                memory_limit: float | None = None, lower: float | None = None) -> ExactResult | None:
     """The MAP tree of Method I (``method="leaf"``) or II (``"branch"``), or None when the clock
     (``deadline``, a ``time.perf_counter()`` value) or ``memory_limit`` (MiB) stops it.
 
     ``max_leaves`` caps the leaves of Method I's trees (None: the domain size); Method II's search
-    is over all trees.
+    is over all trees.  Method I first bounds every number of leaves by Lagrangian relaxation
+    (:func:`leaf_sparse_lagrangian`; ``lower``, the log posterior of a known tree, helps it): when
+    that certifies its own tree no ``k`` table is built; else the knapsack programme runs capped at the
+    most leaves the bound leaves open.
     """
     t0 = time.perf_counter()
     q = np.asarray(q, dtype=np.int64)
     dom = int(np.prod([int(x) for x in q], dtype=object))
     k_cap = int(min(dom, max_leaves if max_leaves is not None else dom, 4096))
-    n_regions, need = exact_size(q, method, k_cap)
+    n_regions, need = exact_size(q, method, 1 if method == "leaf" else k_cap)
     if memory_limit is not None and need > memory_limit * 2**20:
         return None
     counts, logv, vol, strides, order = region_tables(codes, q)
     n = float(codes.shape[0])
     root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
     if method == "leaf":
+        lag = leaf_sparse_lagrangian((counts, logv, vol, strides, order), q, n, lam, alpha, k_cap, deadline)
+        if lag is None:
+            return None
+        if lag.certified:
+            return ExactResult(lag.root, lag.lower, n_regions, time.perf_counter() - t0)
+        floor = max(lag.lower, -math.inf if lower is None else lower)
+        open_k = np.flatnonzero(lag.upper >= floor - _tol(floor))
+        k_cap = int(open_k.max()) + 1 if open_k.size else max(lag.k, 1)
+        if memory_limit is not None and exact_size(q, method, k_cap)[1] > memory_limit * 2**20:
+            return None
         best = np.full((counts.shape[0], k_cap + 1), -np.inf)
         arg_j = np.full((counts.shape[0], k_cap + 1), -1, dtype=np.int8)
         arg_a = np.zeros((counts.shape[0], k_cap + 1), dtype=np.int64)
@@ -148,6 +162,8 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
         scores = [best[root, k] + leaf_sparse_constant(k, n, lam, alpha) if best[root, k] > -np.inf else -np.inf
                   for k in range(1, k_cap + 1)]
         k_best = int(np.argmax(scores)) + 1  # the first maximum: the fewest leaves
+        if lag.root is not None and lag.lower >= scores[k_best - 1] - _tol(lag.lower) and lag.k <= k_best:
+            return ExactResult(lag.root, lag.lower, n_regions, time.perf_counter() - t0)
 
         def build(r: int, k: int) -> DensityNode:
             node = DensityNode(_box(r, strides, q))
@@ -183,6 +199,97 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
         return node
 
     return ExactResult(build2(root), float(best[root] - math.log(lam)), n_regions, time.perf_counter() - t0)
+
+
+def _tol(x: float) -> float:
+    return 1e-9 * max(1.0, abs(x))
+
+
+@dataclass
+class LagrangeResult:
+    """Method I by Lagrangian relaxation of the number of leaves: the best tree met (``root``, ``k``
+    leaves, log posterior ``lower``), ``upper[k - 1]`` >= the log posterior of every tree with ``k``
+    leaves (``k = 1 .. k_cap``), ``certified`` when no ``k`` can beat ``lower``."""
+
+    root: DensityNode | None
+    k: int
+    lower: float
+    upper: np.ndarray
+    certified: bool
+
+
+def leaf_sparse_lagrangian(tables: tuple, q: np.ndarray, n: float, lam: float, alpha: float, k_cap: int,
+                           deadline: float | None = None, max_rounds: int = 12) -> LagrangeResult | None:
+    """Bound Method I's MAP for every number of leaves without a ``k`` table.
+
+    Write ``LP_I(T) = c(K) + S(T)``, ``S`` the sum of leaf terms and ``c(K)`` the part that depends on the
+    number of leaves ``K`` only.  For any multiplier ``mu``, ``F(mu) = max_T [S(T) + mu K_T]`` is a dynamic
+    programme over boxes like Method II's (one value per box, :func:`._kernels.leaf_sparse_lagrange`),
+    and every tree with ``K`` leaves has ``S(T) <= F(mu) - mu K``, so ``LP_I <= c(K) + F(mu) - mu K``
+    (weak duality; admissible for any ``alpha``).  The maximiser ``T_mu`` is a tree: ``c(K_mu) + F(mu) -
+    mu K_mu`` is its exact log posterior, a lower bound on the MAP.  The multipliers are the marginal
+    costs ``c(K + 1) - c(K)`` of the current tree's ``K`` (iterated until ``K`` repeats), then of the
+    numbers of leaves whose bound still exceeds the best tree.  When every ``K <= k_cap`` is bounded
+    below the best tree, that tree is the MAP among trees of at most ``k_cap`` leaves (``certified``).
+    None when ``deadline`` passes.
+    """
+    counts, logv, _, strides, order = tables
+    N = counts.shape[0]
+    val = np.empty(N)
+    nleaf = np.zeros(N, dtype=np.int64)
+    arg_j = np.zeros(N, dtype=np.int8)
+    arg_a = np.zeros(N, dtype=np.int64)
+    root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
+    ks = np.arange(1, k_cap + 1)
+    c = np.array([leaf_sparse_constant(int(k), n, lam, alpha) for k in range(1, k_cap + 2)])
+    upper = np.full(k_cap, np.inf)
+    best = (None, 0, -math.inf)
+    tried: set = set()
+
+    def run(k0: int) -> int:
+        nonlocal best
+        mu = float(c[k0] - c[k0 - 1])  # c(k0 + 1) - c(k0)
+        K.leaf_sparse_lagrange(order, counts, logv, strides, q, float(alpha), mu, val, nleaf, arg_j, arg_a)
+        F, k_mu = float(val[root]), int(nleaf[root])
+        np.minimum(upper, c[:k_cap] + F - mu * ks, out=upper)
+        if k_mu <= k_cap and c[k_mu - 1] + F - mu * k_mu > best[2]:
+            best = (_build_bipartitions(root, arg_j, arg_a, strides, q), k_mu, float(c[k_mu - 1] + F - mu * k_mu))
+        return k_mu
+
+    k0 = 1
+    for _ in range(max_rounds):
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
+        tried.add(k0)
+        k_mu = min(max(run(k0), 1), k_cap)
+        if k_mu in tried:
+            break
+        k0 = k_mu
+    for _ in range(max_rounds):
+        open_k = [int(k) for k in ks[upper >= best[2] - _tol(best[2])] if int(k) != best[1] and int(k) not in tried]
+        if not open_k or (deadline is not None and time.perf_counter() >= deadline):
+            break
+        k0 = max(open_k, key=lambda k: upper[k - 1])
+        tried.add(k0)
+        run(k0)
+    root_node, k_best, lower = best
+    certified = bool(root_node is not None and np.all(upper[ks != k_best] < lower - _tol(lower))
+                     and upper[k_best - 1] <= lower + _tol(lower))
+    return LagrangeResult(None if root_node is None else _merge_chains(root_node), k_best, lower, upper, certified)
+
+
+def _build_bipartitions(r: int, arg_j: np.ndarray, arg_a: np.ndarray, strides: np.ndarray,
+                        q: np.ndarray) -> DensityNode:
+    node = DensityNode(_box(r, strides, q))
+    j = int(arg_j[r])
+    if j < 0:
+        return node
+    a = int(arg_a[r])
+    m = node.box[j]
+    node.feature = j
+    node.children = [_build_bipartitions(r + (a - m) * int(strides[j]), arg_j, arg_a, strides, q),
+                     _build_bipartitions(r + ((m ^ a) - m) * int(strides[j]), arg_j, arg_a, strides, q)]
+    return node
 
 
 def _best_partition(m: int, b: int, r: int, stride: int, counts: np.ndarray, best: np.ndarray,

@@ -91,7 +91,7 @@ class _DensityTree(DensityEstimator):
         n = codes.shape[0]
         lam, alpha = float(self.lam), float(self.alpha)
         max_leaves = self.max_leaves if self._method == "leaf" else None
-        n_boxes, need = exact_size(q, self._method, int(min(max_leaves or 4096, 4096)))
+        n_boxes, need = exact_size(q, self._method, 1)  # Method I: the k table is sized after the bound
         fits_memory = self.memory_limit is None or need <= self.memory_limit * 2**20
         try_exact = self.solver == "exact" or (self.solver == "auto" and n_boxes <= EXACT_MAX_BOXES and fits_memory)
         result = None
@@ -140,7 +140,7 @@ class _DensityTree(DensityEstimator):
         if n_boxes > BOUNDED_MAX_BOXES or clock.expired() or (
                 self.memory_limit is not None and need > self.memory_limit * 2**20):
             return None
-        ex = solve_exact(codes, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit)
+        ex = solve_exact(codes, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit, lower=lp)
         if ex is None:
             return None
         return (ex.root, ex.log_posterior) if ex.log_posterior >= lp - 1e-9 * max(1.0, abs(lp)) else None
