@@ -70,13 +70,12 @@ def exact_size(q: np.ndarray, method: str, k_cap: int) -> tuple[int, int]:
     return grid, grid * (per + 8 * 3)
 
 
-def region_tables(codes: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Counts, log volumes, volumes (capped), strides and the processing order of every box."""
-    q = np.asarray(q, dtype=np.int64)
+def _box_sums(codes: np.ndarray, q: np.ndarray, weights: np.ndarray | float) -> np.ndarray:
+    """``sum`` of the rows' ``weights`` inside every box of the grid (a zeta transform, flat index)."""
     dims = tuple(int(1 << int(x)) for x in q)
     T = np.zeros(dims, dtype=np.float64)
     idx = tuple((np.int64(1) << codes[:, j]) for j in range(len(q)))
-    np.add.at(T, idx, 1.0)
+    np.add.at(T, idx, weights)
     for j, qj in enumerate(q):  # subset sums along every axis (zeta transform)
         T = np.moveaxis(T, j, -1)
         shape = T.shape
@@ -84,7 +83,23 @@ def region_tables(codes: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
             V = T.reshape(shape[:-1] + (shape[-1] >> (b + 1), 2, 1 << b))
             V[..., 1, :] += V[..., 0, :]
         T = np.moveaxis(T, -1, j)
-    counts = np.ascontiguousarray(T).ravel()
+    return np.ascontiguousarray(T).ravel()
+
+
+def histogram_log_likelihood(codes: np.ndarray, q: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``H(R) = sum_{x in R} n_x log(n_x / n_R)`` for every box ``R`` (the log-likelihood of the
+    histogram of the box's rows, the largest any pmf on ``R`` gives them; 0 for an empty box)."""
+    _, inv, cnt = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    nlogn = _box_sums(codes, np.asarray(q, dtype=np.int64), np.log(cnt[inv.ravel()].astype(np.float64)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(counts > 0, nlogn - counts * np.log(counts), 0.0)
+
+
+def region_tables(codes: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Counts, log volumes, volumes (capped), strides and the processing order of every box."""
+    q = np.asarray(q, dtype=np.int64)
+    dims = tuple(int(1 << int(x)) for x in q)
+    counts = _box_sums(codes, q, 1.0)
     pc = [np.array([bin(m).count("1") for m in range(d)], dtype=np.int64) for d in dims]
     logv = np.zeros(1, dtype=np.float64)
     vol = np.ones(1, dtype=np.int64)
@@ -101,7 +116,7 @@ def region_tables(codes: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
     for j in range(len(q) - 2, -1, -1):
         strides[j] = strides[j + 1] * dims[j + 1]
     cand = np.flatnonzero(valid)
-    order = cand[np.argsort(total_pc[cand], kind="stable")].astype(np.int64)
+    order = cand[np.argsort(total_pc[cand].astype(np.int16), kind="stable")].astype(np.int64)  # radix sort
     return counts, logv, vol, strides, order
 
 
@@ -182,7 +197,11 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
     best = np.full(counts.shape[0], -np.inf)
     choice_j = np.full(counts.shape[0], -1, dtype=np.int32)
     choice_b = np.zeros(counts.shape[0], dtype=np.int32)
-    done = _run_chunks(lambda a, b: K.branch_sparse_dp(order, a, b, counts, logv, strides, q, float(lam),
+    from scipy.special import gammaln
+
+    lg = gammaln(counts + alpha)
+    hist = histogram_log_likelihood(codes, q, counts)
+    done = _run_chunks(lambda a, b: K.branch_sparse_dp(order, a, b, counts, logv, lg, hist, strides, q, float(lam),
                                                         float(alpha), best, choice_j, choice_b),
                        order, deadline)
     if not done:
@@ -233,8 +252,12 @@ def leaf_sparse_lagrangian(tables: tuple, q: np.ndarray, n: float, lam: float, a
     below the best tree, that tree is the MAP among trees of at most ``k_cap`` leaves (``certified``).
     None when ``deadline`` passes.
     """
+    from scipy.special import gammaln
+
     counts, logv, _, strides, order = tables
     N = counts.shape[0]
+    with np.errstate(invalid="ignore"):
+        term = np.where(counts > 0, gammaln(counts + alpha) - math.lgamma(alpha) - counts * logv, 0.0)
     val = np.empty(N)
     nleaf = np.zeros(N, dtype=np.int64)
     arg_j = np.zeros(N, dtype=np.int8)
@@ -249,7 +272,7 @@ def leaf_sparse_lagrangian(tables: tuple, q: np.ndarray, n: float, lam: float, a
     def run(k0: int) -> int:
         nonlocal best
         mu = float(c[k0] - c[k0 - 1])  # c(k0 + 1) - c(k0)
-        K.leaf_sparse_lagrange(order, counts, logv, strides, q, float(alpha), mu, val, nleaf, arg_j, arg_a)
+        K.leaf_sparse_lagrange(order, term, strides, q, mu, val, nleaf, arg_j, arg_a)
         F, k_mu = float(val[root]), int(nleaf[root])
         np.minimum(upper, c[:k_cap] + F - mu * ks, out=upper)
         if k_mu <= k_cap and c[k_mu - 1] + F - mu * k_mu > best[2]:
