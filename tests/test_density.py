@@ -179,6 +179,39 @@ def test_c14_incremental_equals_full():
         anneal(prob, n_cycles=10, trials_per_cycle=50, n_restarts=1, random_state=1, check_incremental=True)
 
 
+def test_c14_rule_list_incremental_chain_equals_full():
+    """The rule-list chain evaluates a proposal from the stored state of the first position it changes:
+    step for step the same chain as full recomputation, and its LP_III is the full one (to 1e-9)."""
+    from arboretum.density import _list_kernels as LK
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, k, 400) for k in (3, 4, 2, 3, 2)])
+    X[:150, 1] = X[:150, 0]  # structure, so that long lists are accepted
+    q = np.array([3, 4, 2, 3, 2])
+    ants = mine_antecedents(X, q, 2)
+    M = len(ants.sizes)
+    full = np.array([(1 << int(k)) - 1 for k in q], dtype=np.uint64)
+    boxes = np.array(ants.boxes, dtype=np.uint64).reshape(M, len(q))
+    args = (ants.bits, boxes, ants.sizes, np.asarray(ants.available, dtype=np.int64), full, 400, 6.0, 1.5, 0.7,
+            False, True)
+    outs = []
+    for kernel in (LK.mh_steps, LK.mh_steps_incremental):
+        LK.seed(11)
+        d = np.zeros(64, dtype=np.int64)
+        d[:3] = [0, 5, 9]
+        lp = LK.list_log_posterior(d, 3, *args)
+        best = np.zeros(66)
+        best[1] = -np.inf
+        trace, lens = np.empty(3000), np.empty(3000, dtype=np.int64)
+        m, lp = kernel(d, 3, lp, 3000, *args, 64, best, trace, lens, 0, np.zeros((0, 65), dtype=np.int64))
+        assert lp == pytest.approx(LK.list_log_posterior(d, m, *args), abs=1e-9)
+        outs.append((d[:m].copy(), lens.copy(), trace.copy(), best.copy()))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=0, atol=1e-9)
+    assert outs[1][1].max() >= 8
+
+
 # -- C11, C13, C16, C18, C12 ---------------------------------------------------------------------
 def test_c11_prior_controls_size():
     X = authors("train")

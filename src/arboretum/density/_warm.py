@@ -12,7 +12,7 @@ from . import _list_kernels as LK
 @register("density", lambda: [(K.leaf_sparse_dp, None), (K.leaf_sparse_lagrange, None),
                               (K.branch_sparse_dp, None), (K.first_match, None),
                               (K.list_counts, None), (K.and_into, None), (K.block_bits, None),
-                              (LK.mh_steps, None), (LK.prior_list, None), (LK.list_log_posterior, None)])
+                              (LK.mh_steps_incremental, None), (LK.prior_list, None), (LK.list_log_posterior, None)])
 def _warm_density() -> None:
     """Run every kernel once on a tiny domain with a real fit's argument types."""
     from .anneal import Problem

@@ -224,8 +224,8 @@ def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int 
             if M:
                 rec_from = max(0, burn - done)
                 off = done + rec_from - burn
-                m, lp = LK.mh_steps(d, m, lp, steps, *args, cap, best, trace[off:], lens[off:], rec_from,
-                                    recs[off:])
+                m, lp = LK.mh_steps_incremental(d, m, lp, steps, *args, cap, best, trace[off:], lens[off:],
+                                                rec_from, recs[off:])
             else:
                 lo = max(done, burn)
                 trace[lo - burn:done + steps - burn] = lp
