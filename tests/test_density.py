@@ -461,7 +461,7 @@ def test_c19_sparser_than_the_histogram():
 def test_leaf_sparse_upper_bound_is_admissible():
     """The Method I bound (exact.leaf_sparse_upper_bound) is at least the exact MAP on random small domains,
     and an annealing fit's gap_ covers the distance to the exact optimum."""
-    from arboretum.density.exact import leaf_sparse_upper_bound
+    from arboretum.density.exact import branch_sparse_upper_bound, leaf_sparse_upper_bound
 
     rng = np.random.default_rng(1)
     for _ in range(12):
@@ -473,6 +473,8 @@ def test_leaf_sparse_upper_bound_is_admissible():
         lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([1.0, 2.0, 3.5]))
         exact = solve_exact(X, q, "leaf", lam, alpha, None).log_posterior
         assert leaf_sparse_upper_bound(X, q, lam, alpha) >= exact - 1e-9
+        assert branch_sparse_upper_bound(X, q, lam, alpha) >= solve_exact(X, q, "branch", lam, alpha,
+                                                                          None).log_posterior - 1e-9
         est = LeafSparseDensityTree(lam=lam, alpha=alpha, solver="anneal", n_restarts=1, n_cycles=5,
                                     trials_per_cycle=20, random_state=0,
                                     categories=[list(range(int(k))) for k in q]).fit(X)
@@ -516,6 +518,13 @@ def test_lagrangian_bound_is_admissible_and_certifies():
         if lag.certified:
             n_certified += 1
             assert lag.lower == pytest.approx(by_k.max(), abs=1e-7)
+        # memory for the box tables but not for the knapsack: the anytime answer and its bound
+        from arboretum.density.exact import exact_size
+
+        ex = solve_exact(X, q, "leaf", lam, alpha, None, memory_limit=exact_size(q, "leaf", 1)[1] / 2**20)
+        assert ex.optimal == lag.certified
+        assert ex.log_posterior <= by_k.max() + 1e-9
+        assert ex.optimal or (ex.upper >= by_k.max() - 1e-9 and ex.stop == "memory_limit")
     assert n_certified >= 5
 
 
