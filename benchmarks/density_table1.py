@@ -290,8 +290,8 @@ def write(rows: list, args: argparse.Namespace, grid: str, n_iter: int, seconds:
     df.to_csv(os.path.join(OUT, f"density_table1{suffix}.csv"), index=False)
     cmd = "python benchmarks/density_table1.py" + "".join(f" {a}" for a in sys.argv[1:])
     with open(os.path.join(OUT, f"density_table1{suffix}.md"), "w") as fh:
-        fh.write(f"`{cmd}`  \n{platform.node()}, {platform.machine()}, 2 cores shared by 7 engineers (loaded, "
-                 f"load average ~10: timings noisy, several times an idle core's), {time.strftime('%Y-%m-%d')}; "
+        fh.write(f"`{cmd}`  \n{platform.node()}, {platform.machine()}, 2 cores shared by 4 engineers (loaded, "
+                 f"load average {os.getloadavg()[0]:.1f} when written: timings noisy), {time.strftime('%Y-%m-%d')}; "
                  f"grid: {grid}; rule lists {n_iter} MH steps x 3 chains, time_limit 60 s per fit; total "
                  f"{seconds:.0f} s" + (f"; not yet run: {', '.join(missing)}" if missing else "") + "\n\n")
         fh.write("best_s: fit time of the setting with the best validation log-likelihood (paper_best_s: Table 1, "

@@ -179,6 +179,39 @@ def test_c14_incremental_equals_full():
         anneal(prob, n_cycles=10, trials_per_cycle=50, n_restarts=1, random_state=1, check_incremental=True)
 
 
+def test_c14_rule_list_incremental_chain_equals_full():
+    """The rule-list chain evaluates a proposal from the stored state of the first position it changes:
+    step for step the same chain as full recomputation, and its LP_III is the full one (to 1e-9)."""
+    from arboretum.density import _list_kernels as LK
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, k, 400) for k in (3, 4, 2, 3, 2)])
+    X[:150, 1] = X[:150, 0]  # structure, so that long lists are accepted
+    q = np.array([3, 4, 2, 3, 2])
+    ants = mine_antecedents(X, q, 2)
+    M = len(ants.sizes)
+    full = np.array([(1 << int(k)) - 1 for k in q], dtype=np.uint64)
+    boxes = np.array(ants.boxes, dtype=np.uint64).reshape(M, len(q))
+    args = (ants.bits, boxes, ants.sizes, np.asarray(ants.available, dtype=np.int64), full, 400, 6.0, 1.5, 0.7,
+            False, True)
+    outs = []
+    for kernel in (LK.mh_steps, LK.mh_steps_incremental):
+        LK.seed(11)
+        d = np.zeros(64, dtype=np.int64)
+        d[:3] = [0, 5, 9]
+        lp = LK.list_log_posterior(d, 3, *args)
+        best = np.zeros(66)
+        best[1] = -np.inf
+        trace, lens = np.empty(3000), np.empty(3000, dtype=np.int64)
+        m, lp = kernel(d, 3, lp, 3000, *args, 64, best, trace, lens, 0, np.zeros((0, 65), dtype=np.int64))
+        assert lp == pytest.approx(LK.list_log_posterior(d, m, *args), abs=1e-9)
+        outs.append((d[:m].copy(), lens.copy(), trace.copy(), best.copy()))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=0, atol=1e-9)
+    assert outs[1][1].max() >= 8
+
+
 # -- C11, C13, C16, C18, C12 ---------------------------------------------------------------------
 def test_c11_prior_controls_size():
     X = authors("train")
@@ -292,6 +325,41 @@ def test_select_rate_chooses_by_validation():
     assert best.lam == max(res, key=lambda r: r["mean_log_likelihood"])["params"]["lam"]
 
 
+def test_density_cv_scores_folds_of_training_data_only():
+    from sklearn.model_selection import KFold
+
+    from arboretum import DensityCV
+
+    X = titanic_frame().sample(600, random_state=1)
+    grid = [{"lam": [5], "alpha": [0.25, 2.0]}, {"alpha": [1.0]}]
+    cv = DensityCV([LeafSparseDensityTree(density="posterior_mean"), HistogramDensity()], grid, cv=4,
+                   random_state=3).fit(X)
+    r = cv.cv_results_
+    assert list(r["estimator"]) == ["LeafSparseDensityTree"] * 2 + ["HistogramDensity"]
+    assert r["params"][1] == {"alpha": 2.0, "lam": 5}
+    # every fold score is the held-out log-likelihood per row of a model fitted on the other folds
+    domain = [sorted(set(X[c])) for c in X.columns]
+    for f, (a, b) in enumerate(KFold(4, shuffle=True, random_state=3).split(X)):
+        m = LeafSparseDensityTree(lam=5, alpha=2.0, density="posterior_mean", categories=domain,
+                                  random_state=3 + 1000 * f).fit(X.iloc[a])
+        assert r[f"split{f}_test_score"][1] == pytest.approx(m.score(X.iloc[b]) / len(b), abs=1e-12)
+    assert cv.best_index_ == int(np.argmax(r["mean_test_score"])) and r["rank_test_score"][cv.best_index_] == 1
+    assert cv.best_score_ == r["mean_test_score"][cv.best_index_]
+    best = type(cv.best_estimator_)(**{**cv.best_estimator_.get_params(), **cv.best_params_}).fit(X)
+    np.testing.assert_array_equal(cv.score_samples(X), best.score_samples(X))  # refitted on all of X
+    assert cv.n_leaves_ == best.n_leaves_ and cv.leaf_probabilities_.sum() == pytest.approx(1.0)
+
+
+def test_density_cv_titanic_authors_split():
+    """The issue's goal: on the authors' split, the library's own selection (training folds only) gives a
+    model of at most 11 leaves with test log-likelihood at least -805.52 (the authors' tree)."""
+    from arboretum import DensityCV
+
+    cv = DensityCV(LeafSparseDensityTree()).fit(authors("train"))
+    assert cv.best_params_["alpha"] < 2  # the paper's alpha=2 gives the 9-leaf MAP at every rate (-806.36)
+    assert cv.n_leaves_ <= 11 and cv.score(authors("test")) >= -805.52
+
+
 def test_categories_explicit_and_unknown():
     X = pd.DataFrame({"a": ["x", "y", "x", "x"], "b": [1, 2, 2, 1]})
     est = LeafSparseDensityTree(lam=2).fit(X)
@@ -393,7 +461,7 @@ def test_c19_sparser_than_the_histogram():
 def test_leaf_sparse_upper_bound_is_admissible():
     """The Method I bound (exact.leaf_sparse_upper_bound) is at least the exact MAP on random small domains,
     and an annealing fit's gap_ covers the distance to the exact optimum."""
-    from arboretum.density.exact import leaf_sparse_upper_bound
+    from arboretum.density.exact import branch_sparse_upper_bound, leaf_sparse_upper_bound
 
     rng = np.random.default_rng(1)
     for _ in range(12):
@@ -405,11 +473,59 @@ def test_leaf_sparse_upper_bound_is_admissible():
         lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([1.0, 2.0, 3.5]))
         exact = solve_exact(X, q, "leaf", lam, alpha, None).log_posterior
         assert leaf_sparse_upper_bound(X, q, lam, alpha) >= exact - 1e-9
+        assert branch_sparse_upper_bound(X, q, lam, alpha) >= solve_exact(X, q, "branch", lam, alpha,
+                                                                          None).log_posterior - 1e-9
         est = LeafSparseDensityTree(lam=lam, alpha=alpha, solver="anneal", n_restarts=1, n_cycles=5,
                                     trials_per_cycle=20, random_state=0,
                                     categories=[list(range(int(k))) for k in q]).fit(X)
         assert est.log_posterior_ + est.gap_ >= exact - 1e-9
     assert math.isnan(leaf_sparse_upper_bound(X, q, 3.0, 0.5))
+
+
+def test_lagrangian_bound_is_admissible_and_certifies():
+    """Method I's Lagrangian relaxation (exact.leaf_sparse_lagrangian): upper[k-1] >= the best tree with k
+    leaves (the knapsack programme's table, every k), its tree's log posterior is exact, and when it
+    certifies, its tree is the MAP."""
+    from arboretum.density import _kernels as KK
+    from arboretum.density.exact import leaf_sparse_lagrangian, region_tables
+    from arboretum.density.posterior import leaf_sparse_constant, log_posterior_leaf_sparse
+
+    rng = np.random.default_rng(5)
+    n_certified = 0
+    for _ in range(15):
+        q = rng.integers(2, 4, size=rng.integers(2, 4))
+        n = int(rng.integers(5, 300))
+        skew = rng.dirichlet(np.ones(int(np.prod(q))) * rng.choice([0.2, 1.0, 5.0]))
+        cells = np.array(list(itertools.product(*(range(int(k)) for k in q))))
+        X = cells[rng.choice(len(cells), size=n, p=skew)]
+        lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([0.3, 1.0, 2.0]))
+        tables = region_tables(X, q)
+        counts, logv, vol, strides, order = tables
+        k_cap = int(np.prod(q))
+        best = np.full((counts.shape[0], k_cap + 1), -np.inf)
+        aj = np.full(best.shape, -1, dtype=np.int8)
+        aa, ak = np.zeros(best.shape, dtype=np.int64), np.zeros(best.shape, dtype=np.int32)
+        KK.leaf_sparse_dp(order, 0, len(order), counts, logv, vol, strides, q, k_cap, alpha, best, aj, aa, ak)
+        root = int(sum(((1 << int(x)) - 1) * int(s) for x, s in zip(q, strides)))
+        by_k = np.array([best[root, k] + leaf_sparse_constant(k, n, lam, alpha) for k in range(1, k_cap + 1)])
+        lag = leaf_sparse_lagrangian(tables, q, float(n), lam, alpha, k_cap)
+        assert np.all(lag.upper >= by_k - 1e-9)
+        leaves = lag.root.leaves()
+        cnt = [sum(all((int(b) >> int(v)) & 1 for b, v in zip(leaf.box, x)) for x in X) for leaf in leaves]
+        logvs = [sum(math.log(int(b).bit_count()) for b in leaf.box) for leaf in leaves]
+        assert log_posterior_leaf_sparse(cnt, logvs, lam, alpha) == pytest.approx(lag.lower, abs=1e-7)
+        assert lag.lower <= by_k.max() + 1e-9
+        if lag.certified:
+            n_certified += 1
+            assert lag.lower == pytest.approx(by_k.max(), abs=1e-7)
+        # memory for the box tables but not for the knapsack: the anytime answer and its bound
+        from arboretum.density.exact import exact_size
+
+        ex = solve_exact(X, q, "leaf", lam, alpha, None, memory_limit=exact_size(q, "leaf", 1)[1] / 2**20)
+        assert ex.optimal == lag.certified
+        assert ex.log_posterior <= by_k.max() + 1e-9
+        assert ex.optimal or (ex.upper >= by_k.max() - 1e-9 and ex.stop == "memory_limit")
+    assert n_certified >= 5
 
 
 def test_bounded_exact_certifies_beyond_the_plain_solver(monkeypatch):

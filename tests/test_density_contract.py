@@ -13,8 +13,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import arboretum
-from arboretum import (BranchSparseDensityTree, CategoricalDET, HistogramDensity, InvalidParameterError,
-                       LeafSparseDensityTree, SparseDensityRuleList)
+from arboretum import (BranchSparseDensityTree, CategoricalDET, DensityCV, HistogramDensity,
+                       InvalidParameterError, LeafSparseDensityTree, SparseDensityRuleList)
 
 CASES = {
     "LeafSparseDensityTree": (lambda **kw: LeafSparseDensityTree(**{"random_state": 0, **kw}), {"lam": -1}),
@@ -23,6 +23,8 @@ CASES = {
                               {"max_rule_size": 0}),
     "HistogramDensity": (lambda **kw: HistogramDensity(**kw), {"alpha": -1.0}),
     "CategoricalDET": (lambda **kw: CategoricalDET(**{"cv": 3, "random_state": 0, **kw}), {"cv": -2}),
+    "DensityCV": (lambda **kw: DensityCV(**{"estimator": [LeafSparseDensityTree(), HistogramDensity()],
+                                            "param_grid": [{"lam": [2, 5]}, None], "cv": 3, **kw}), {"cv": 1}),
 }
 IDS = list(CASES)
 
@@ -53,7 +55,8 @@ def test_params_validated_before_data(name):
 def test_clone_and_params(name):
     est = CASES[name][0]()
     twin = clone(est)
-    assert twin.get_params() == est.get_params()
+    # repr: a meta-estimator's candidates are cloned (equal, not identical)
+    assert {k: repr(v) for k, v in twin.get_params().items()} == {k: repr(v) for k, v in est.get_params().items()}
     key = next(iter(CASES[name][1]))
     assert est.set_params(**{key: est.get_params()[key]}) is est
 

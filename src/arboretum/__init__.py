@@ -16,7 +16,7 @@ MCMCTreeSampler, SMCTreeSampler
     Samplers of the same posterior (Chipman et al. 1998; Lakshminarayanan, Roy & Teh 2013).
 LeafSparseDensityTree, BranchSparseDensityTree, SparseDensityRuleList, HistogramDensity, CategoricalDET
     Sparse density trees and lists for categorical data (Goh, Semenova & Rudin), certified where
-    the domain allows, with the paper's baselines.
+    the domain allows, with the paper's baselines; DensityCV chooses among them by cross-validation.
 Binarizer
     The one discretiser: numbers and categories to readable binary questions
     ("age <= 42.5") and ordinal codes.
@@ -42,8 +42,8 @@ from .polytope import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
 from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
 # -- density trees and lists (spec-004) --
-from .density import (BranchSparseDensityTree, CategoricalDET, HistogramDensity, LeafSparseDensityTree,
-                      SparseDensityRuleList)
+from .density import (BranchSparseDensityTree, CategoricalDET, DensityCV, HistogramDensity,
+                      LeafSparseDensityTree, SparseDensityRuleList)
 
 __all__ = [
     "MAPTreeClassifier",
@@ -62,6 +62,7 @@ __all__ = [
     "SparseDensityRuleList",
     "HistogramDensity",
     "CategoricalDET",
+    "DensityCV",
     "InvalidParameterError",
     "LimitWarning",
     "ModelFormatError",

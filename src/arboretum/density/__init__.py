@@ -6,7 +6,8 @@ categorical data (spec-004).
   ``optimal_``), else by simulated annealing;
 - :class:`SparseDensityRuleList` (Method III): Metropolis-Hastings over rule lists;
 - baselines :class:`HistogramDensity` and :class:`CategoricalDET`;
-- :func:`select_rate`: the paper's model selection (cross-validated log-likelihood over the prior's rate).
+- :class:`DensityCV` (and :func:`select_rate`, its functional form): model selection by cross-validated
+  log-likelihood over the candidates, the prior's rate, ``alpha`` and the leaf density (spec §6.4).
 
 Pieces: :mod:`.space` (the categorical domain), :mod:`.posterior` (LP_I, LP_II, LP_III, list volumes),
 :mod:`.exact` (the exact solver), :mod:`.anneal`, :mod:`.rulelist`, :mod:`._kernels` (numba).
@@ -14,7 +15,7 @@ Pieces: :mod:`.space` (the categorical domain), :mod:`.posterior` (LP_I, LP_II, 
 
 from .baselines import CategoricalDET, HistogramDensity
 from .lists import SparseDensityRuleList
-from .selection import select_rate
+from .selection import DensityCV, select_rate
 from .trees import BranchSparseDensityTree, LeafSparseDensityTree
 from . import _warm  # noqa: F401  (registers the "density" numba family)
 
@@ -24,5 +25,6 @@ __all__ = [
     "SparseDensityRuleList",
     "HistogramDensity",
     "CategoricalDET",
+    "DensityCV",
     "select_rate",
 ]

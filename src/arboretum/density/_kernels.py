@@ -149,38 +149,41 @@ def leaf_sparse_dp(order, start, stop, counts, logv, nvol, strides, q, k_cap, al
 
 
 @njit(cache=True)
-def _partition_table(m, r, sj, q_j, counts, best, alpha, g, h):
+def _partition_table(m, r, sj, q_j, lg, best, g, h, cats, masks, pcs):
     """Fill ``h[s, b]`` = best sum of block values over partitions of the compressed subset ``s`` of
-    the categories of ``m`` into ``b`` blocks (block value ``lgamma(n_child + alpha) + best[child]``)."""
-    cats = np.empty(q_j, dtype=np.int64)
+    the categories of ``m`` into ``b`` blocks (block value ``lgamma(n_child + alpha) + best[child]``).
+    ``cats``, ``masks`` are scratch; ``pcs[s]`` the popcount of ``s``."""
     t = 0
     for c in range(q_j):
         if (m >> c) & 1:
             cats[t] = c
             t += 1
     full = (1 << t) - 1
+    masks[0] = 0
     for s in range(1, full + 1):
-        mask = 0
-        for i in range(t):
-            if (s >> i) & 1:
-                mask |= 1 << cats[i]
-        rc = r + (mask - m) * sj
-        g[s] = math.lgamma(counts[rc] + alpha) + best[rc]
-    for s in range(full + 1):
-        for b in range(t + 1):
-            h[s, b] = _NEG_INF
+        low = s & (-s)
+        i = 0
+        while (low >> i) != 1:
+            i += 1
+        masks[s] = masks[s ^ low] | (1 << cats[i])
+        rc = r + (masks[s] - m) * sj
+        g[s] = lg[rc] + best[rc]
     h[0, 0] = 0.0
     for s in range(1, full + 1):
+        ps = pcs[s]
+        for b in range(ps + 1):
+            h[s, b] = _NEG_INF
         low = s & (-s)
         rest = s ^ low
         sub = rest
         while True:
             blk = low | sub
             other = s ^ blk
-            for b in range(1, t + 1):
+            gb = g[blk]
+            for b in range(1, pcs[other] + 2):
                 prev = h[other, b - 1]
                 if prev != _NEG_INF:
-                    v = g[blk] + prev
+                    v = gb + prev
                     if v > h[s, b]:
                         h[s, b] = v
             if sub == 0:
@@ -190,16 +193,31 @@ def _partition_table(m, r, sj, q_j, counts, best, alpha, g, h):
 
 
 @njit(cache=True)
-def branch_sparse_dp(order, start, stop, counts, logv, strides, q, lam, alpha, best, choice_j, choice_b):
+def branch_sparse_dp(order, start, stop, counts, logv, lg, hist, strides, q, lam, alpha, best, choice_j, choice_b):
     """Method II: ``best[r]`` = the largest sum of node terms of a subtree on region ``r``: every node
     ``-lam + log(lam)``, a leaf ``- n log V``, an internal node with ``b`` children
-    ``-lgamma(b+1) + lgamma(b alpha) - b lgamma(alpha) + sum_c lgamma(n_c + alpha) - lgamma(n + b alpha)``."""
+    ``-lgamma(b+1) + lgamma(b alpha) - b lgamma(alpha) + sum_c lgamma(n_c + alpha) - lgamma(n + b alpha)``
+    (``lg[r] = lgamma(counts[r] + alpha)``).
+
+    A leaf is kept without trying splits when no split can beat it: any subtree with a split has at
+    least 3 nodes and a ``-lgamma(b + 1) <= -log 2`` term, and its Dirichlet and volume terms together
+    are the log of a Bayesian marginal likelihood of the box's rows, at most ``hist[r]`` (the box's
+    histogram log-likelihood); so a split scores at most ``3 node - log 2 + hist[r]``."""
     p = q.shape[0]
     qmax = 1
     for j in range(p):
         qmax = max(qmax, q[j])
     g = np.empty(1 << qmax, dtype=np.float64)
     h = np.empty((1 << qmax, qmax + 1), dtype=np.float64)
+    cats = np.empty(qmax, dtype=np.int64)
+    masks = np.empty(1 << qmax, dtype=np.int64)
+    pcs = np.empty(1 << qmax, dtype=np.int64)
+    for s in range(1 << qmax):
+        pcs[s] = _popcount_small(s)
+    const_b = np.empty(qmax + 1)  # -lgamma(b + 1) + lgamma(b alpha) - b lgamma(alpha)
+    for b in range(2, qmax + 1):
+        const_b[b] = -math.lgamma(b + 1.0) + math.lgamma(b * alpha) - b * math.lgamma(alpha)
+    norm_b = np.empty(qmax + 1)
     node = -lam + math.log(lam)
     la = math.lgamma(alpha)
     for t in range(start, stop):
@@ -208,16 +226,22 @@ def branch_sparse_dp(order, start, stop, counts, logv, strides, q, lam, alpha, b
         top = -n * logv[r] if n > 0 else 0.0
         cj = -1
         cb = 0
+        if top >= 2.0 * node - math.log(2.0) + hist[r]:  # no split can beat the leaf
+            best[r] = node + top
+            choice_j[r] = -1
+            choice_b[r] = 0
+            continue
+        for b in range(2, qmax + 1):
+            norm_b[b] = const_b[b] - math.lgamma(n + b * alpha)
         for j in range(p):
             m = (r // strides[j]) % (1 << q[j])
             if _popcount_small(m) < 2:
                 continue
-            full, tt = _partition_table(m, r, strides[j], q[j], counts, best, alpha, g, h)
+            full, tt = _partition_table(m, r, strides[j], q[j], lg, best, g, h, cats, masks, pcs)
             for b in range(2, tt + 1):
                 if h[full, b] == _NEG_INF:
                     continue
-                v = (-math.lgamma(b + 1.0) + math.lgamma(b * alpha) - b * la - math.lgamma(n + b * alpha)
-                     + h[full, b])
+                v = norm_b[b] + h[full, b]
                 if v > top:
                     top = v
                     cj = j
@@ -225,3 +249,46 @@ def branch_sparse_dp(order, start, stop, counts, logv, strides, q, lam, alpha, b
         best[r] = node + top
         choice_j[r] = cj
         choice_b[r] = cb
+
+
+@njit(cache=True)
+def leaf_sparse_lagrange(order, term, strides, q, mu, val, nleaf, arg_j, arg_a):
+    """Method I, Lagrangian relaxation of the number of leaves: ``val[r]`` = the largest sum over the
+    leaves of a tree on region ``r`` of ``leaf term + mu`` (no ``k`` dimension), ``nleaf[r]`` its
+    number of leaves (the fewest among ties), ``arg_j``/``arg_a`` its first bipartition (-1: a leaf).
+    Then ``max over trees with K leaves of sum(leaf terms) <= val[root] - mu K`` for every ``K``
+    (``term[r]``: the leaf term of region ``r``)."""
+    p = q.shape[0]
+    for t in range(order.shape[0]):
+        r = order[t]
+        v = term[r] + mu
+        kk = 1
+        bj = -1
+        ba = 0
+        for j in range(p):
+            m = (r // strides[j]) % (1 << q[j])
+            if _popcount_small(m) < 2:
+                continue
+            low = m & (-m)
+            rest = m ^ low
+            sub = rest
+            while True:
+                a = low | sub
+                b = m ^ a
+                if b != 0:
+                    ra = r + (a - m) * strides[j]
+                    rb = r + (b - m) * strides[j]
+                    s = val[ra] + val[rb]
+                    nl = nleaf[ra] + nleaf[rb]
+                    if s > v or (s == v and nl < kk):
+                        v = s
+                        kk = nl
+                        bj = j
+                        ba = a
+                if sub == 0:
+                    break
+                sub = (sub - 1) & rest
+        val[r] = v
+        nleaf[r] = kk
+        arg_j[r] = bj
+        arg_a[r] = ba

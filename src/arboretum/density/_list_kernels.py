@@ -283,3 +283,247 @@ def mh_steps(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
                 for s in range(m):
                     rec_lists[t - rec_from, 1 + s] = d[s]
     return m, lp
+
+
+# -- incremental evaluation (spec C14) ---------------------------------------------------------------
+# The state of a list, position by position: before rule i, the uncovered region as disjoint boxes
+# (``F[off[i]:off[i] + nf[i]]``), the covered rows (``cov[i]``), the sum of the earlier leaves' terms
+# (``pre[i]``) and their rows (``tot[i]``).  A proposal that first differs from the current list at
+# position s0 is evaluated from the state at s0; only an accepted one is written back.
+
+
+@njit(cache=True)
+def _grow(F, need):
+    if need <= F.shape[0]:
+        return F
+    G = np.empty((max(need, 2 * F.shape[0]), F.shape[1]), dtype=np.uint64)
+    G[:F.shape[0]] = F
+    return G
+
+
+@njit(cache=True)
+def _apply_rule(rule_box, rule_bits, src, s_off, s_n, cov_in, dst, d_off, cov_out, cur):
+    """Subtract one rule from the uncovered boxes ``src[s_off:s_off+s_n]`` into ``dst`` from ``d_off``
+    (grown as needed) and its rows from ``cov_in`` into ``cov_out``; returns (dst, boxes written, the
+    leaf's volume, the leaf's rows).  More than ``MAX_FREE_BOXES`` boxes: volume NaN."""
+    p = rule_box.shape[0]
+    nn = 0
+    mine = 0.0
+    for f in range(s_n):
+        b = src[s_off + f]
+        meets = True
+        for j in range(p):
+            if b[j] & rule_box[j] == 0:
+                meets = False
+                break
+        dst = _grow(dst, d_off + nn + p + 1)
+        if not meets:
+            dst[d_off + nn] = b
+            nn += 1
+            continue
+        inter = 1.0
+        for j in range(p):
+            inter *= popcount64(b[j] & rule_box[j])
+        mine += inter
+        for j in range(p):
+            cur[j] = b[j]
+        for j in range(p):
+            if b[j] & rule_box[j] == b[j]:
+                continue
+            dst[d_off + nn] = cur
+            dst[d_off + nn, j] = b[j] & ~rule_box[j]
+            nn += 1
+            cur[j] = b[j] & rule_box[j]
+    c = 0
+    for w in range(cov_in.shape[0]):
+        x = rule_bits[w] & ~cov_in[w]
+        c += popcount64(x)
+        cov_out[w] = cov_in[w] | x
+    if nn > MAX_FREE_BOXES:
+        mine = np.nan
+    return dst, nn, mine, c
+
+
+@njit(cache=True)
+def _leaf_term(c, vol, alpha):
+    t = math.lgamma(c + alpha)
+    if c > 0:
+        t -= c * math.log(vol)
+    return t
+
+
+@njit(cache=True)
+def _evaluate_from(s0, rules, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot,
+                   n, alpha):
+    """Leaves ``s0 .. m`` of ``rules[:m]`` from the stored state at ``s0`` (arrays F, off, nf, cov, pre,
+    tot) into the scratch state (G, goff, ...) at positions ``s0 + 1 .. m``; returns (G, sum of all
+    leaf terms, ok).  ``ok`` False when an uncovered region needs more than ``MAX_FREE_BOXES`` boxes."""
+    src, s_off, s_n = F, off[s0], nf[s0]
+    cin = cov[s0]
+    cur = np.empty(ant_boxes.shape[1], dtype=np.uint64)
+    acc = pre[s0]
+    total = tot[s0]
+    goff[s0] = 0
+    d_off = 0
+    for i in range(s0, m):
+        a = rules[i]
+        G, nn, vol, c = _apply_rule(ant_boxes[a], ant_bits[a], src, s_off, s_n, cin, G, d_off, gcov[i + 1],
+                                      cur)
+        if np.isnan(vol):
+            return G, -np.inf, False
+        acc += _leaf_term(c, vol, alpha)
+        total += c
+        goff[i + 1] = d_off
+        gnf[i + 1] = nn
+        gpre[i + 1] = acc
+        gtot[i + 1] = total
+        src, s_off, s_n = G, d_off, nn
+        cin = gcov[i + 1]
+        d_off += nn
+    rest = 0.0
+    for f in range(s_n):
+        rest += _box_volume(src[s_off + f])
+    acc += _leaf_term(n - total, rest, alpha)
+    return G, acc, True
+
+
+@njit(cache=True)
+def _commit(s0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot):
+    """Write the scratch positions ``s0 + 1 .. m`` into the stored state; returns F (maybe grown)."""
+    start = off[s0] + nf[s0]
+    for i in range(s0 + 1, m + 1):
+        F = _grow(F, start + gnf[i] + 1)
+        for f in range(gnf[i]):
+            F[start + f] = G[goff[i] + f]
+        off[i] = start
+        nf[i] = gnf[i]
+        cov[i] = gcov[i]
+        pre[i] = gpre[i]
+        tot[i] = gtot[i]
+        start += gnf[i]
+    return F
+
+
+@njit(cache=True)
+def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, lam, eta, alpha, exact,
+                         likelihood, cap, best, trace, lengths, rec_from, rec_lists):
+    """:func:`mh_steps` with incremental evaluation (spec C14): a proposal's LP_III is computed from
+    the stored state of the current list at the first position it changes (add: where the rule goes;
+    cut: where it was; move: the earlier of the two positions), so the unchanged prefix costs nothing.
+    Same chain, same arguments and result as :func:`mh_steps` (up to rounding of the sums)."""
+    M = sizes.shape[0]
+    p = full.shape[0]
+    W = ant_bits.shape[1]
+    on = np.zeros(M, dtype=np.bool_)
+    for i in range(m):
+        on[d[i]] = True
+    new = np.empty(cap, dtype=np.int64)
+    top = min(M, cap)
+    F = np.empty((64, p), dtype=np.uint64)
+    G = np.empty((64, p), dtype=np.uint64)
+    off = np.zeros(cap + 2, dtype=np.int64)
+    nf = np.zeros(cap + 2, dtype=np.int64)
+    cov = np.zeros((cap + 2, W), dtype=np.uint64)
+    pre = np.zeros(cap + 2)
+    tot = np.zeros(cap + 2, dtype=np.int64)
+    goff = np.zeros(cap + 2, dtype=np.int64)
+    gnf = np.zeros(cap + 2, dtype=np.int64)
+    gcov = np.zeros((cap + 2, W), dtype=np.uint64)
+    gpre = np.zeros(cap + 2)
+    gtot = np.zeros(cap + 2, dtype=np.int64)
+    F[0] = full
+    nf[0] = 1
+    stale = True  # no state stored yet: evaluate proposals from position 0
+    if likelihood:
+        G, s, ok = _evaluate_from(0, d, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G, goff, gnf, gcov,
+                                  gpre, gtot, n, alpha)
+        if ok:
+            F = _commit(0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot)
+            stale = False
+            lp = _log_prior(d, m, sizes, available, lam, eta) + s - math.lgamma(n + (m + 1) * alpha)
+            if exact:
+                lp += math.lgamma((m + 1) * alpha) - (m + 1) * math.lgamma(alpha)
+        else:
+            lp = -np.inf
+    for t in range(n_steps):
+        p_move, p_add, p_cut = _move_probs(m, top)
+        r = np.random.random()
+        log_j = 0.0
+        if r < p_move:
+            i = np.random.randint(m)
+            k = np.random.randint(m - 1)
+            if k >= i:
+                k += 1
+            rule = d[i]
+            q = 0
+            for s in range(m):
+                if s != i:
+                    new[q] = d[s]
+                    q += 1
+            for s in range(m - 1, k, -1):
+                new[s] = new[s - 1]
+            new[k] = rule
+            m_new = m
+            s0 = min(i, k)
+        elif r < p_move + p_add:
+            while True:
+                cand = np.random.randint(M)
+                if not on[cand]:
+                    break
+            pos = np.random.randint(m + 1)
+            for s in range(pos):
+                new[s] = d[s]
+            new[pos] = cand
+            for s in range(pos, m):
+                new[s + 1] = d[s]
+            m_new = m + 1
+            p_cut_back = _move_probs(m + 1, top)[2]
+            log_j = math.log(p_cut_back / (m + 1)) - math.log(p_add / ((M - m) * (m + 1.0)))
+            s0 = pos
+        else:
+            i = np.random.randint(m)
+            q = 0
+            for s in range(m):
+                if s != i:
+                    new[q] = d[s]
+                    q += 1
+            m_new = m - 1
+            p_add_back = _move_probs(m - 1, top)[1]
+            log_j = math.log(p_add_back / ((M - m + 1.0) * m)) - math.log(p_cut / m)
+            s0 = i
+        if stale:
+            s0 = 0
+        lp_new = _log_prior(new, m_new, sizes, available, lam, eta)
+        ok = True
+        if likelihood:
+            G, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G,
+                                            goff, gnf, gcov, gpre, gtot, n, alpha)
+            if ok:
+                lp_new += s_terms - math.lgamma(n + (m_new + 1) * alpha)
+                if exact:
+                    lp_new += math.lgamma((m_new + 1) * alpha) - (m_new + 1) * math.lgamma(alpha)
+            else:
+                lp_new = -np.inf
+        if math.log(np.random.random() + 1e-300) < lp_new - lp + log_j:
+            for s in range(m):
+                on[d[s]] = False
+            for s in range(m_new):
+                d[s] = new[s]
+                on[d[s]] = True
+            if likelihood and ok:
+                F = _commit(s0, m_new, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot)
+                stale = False
+            m, lp = m_new, lp_new
+            if lp > best[1]:
+                best[0] = m
+                best[1] = lp
+                for s in range(m):
+                    best[2 + s] = d[s]
+        if t >= rec_from:
+            trace[t - rec_from] = lp
+            lengths[t - rec_from] = m
+            if rec_lists.shape[0] > 0:
+                rec_lists[t - rec_from, 0] = m
+                for s in range(m):
+                    rec_lists[t - rec_from, 1 + s] = d[s]
+    return m, lp

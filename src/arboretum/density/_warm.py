@@ -9,18 +9,24 @@ from . import _kernels as K
 from . import _list_kernels as LK
 
 
-@register("density", lambda: [(K.leaf_sparse_dp, None), (K.branch_sparse_dp, None), (K.first_match, None),
+@register("density", lambda: [(K.leaf_sparse_dp, None), (K.leaf_sparse_lagrange, None),
+                              (K.branch_sparse_dp, None), (K.first_match, None),
                               (K.list_counts, None), (K.and_into, None), (K.block_bits, None),
-                              (LK.mh_steps, None), (LK.prior_list, None), (LK.list_log_posterior, None)])
+                              (LK.mh_steps_incremental, None), (LK.prior_list, None), (LK.list_log_posterior, None)])
 def _warm_density() -> None:
     """Run every kernel once on a tiny domain with a real fit's argument types."""
     from .anneal import Problem
-    from .exact import solve_exact
+    from .exact import region_tables, solve_exact
     from .rulelist import ListModel, metropolis_hastings, mine_antecedents
 
     codes = np.array([[0, 1], [1, 0], [1, 1], [2, 1], [0, 0]], dtype=np.int64)
     q = np.array([3, 2], dtype=np.int64)
-    solve_exact(codes, q, "leaf", 2.0, 2.0, 10)
+    solve_exact(codes, q, "leaf", 2.0, 2.0, 10)  # the Lagrangian bound (it may certify alone)
+    counts, logv, vol, strides, order = region_tables(codes, q)  # the knapsack programme
+    shape = (counts.shape[0], 3)
+    K.leaf_sparse_dp(order, 0, order.shape[0], counts, logv, vol, strides, q, 2, 2.0, np.full(shape, -np.inf),
+                     np.full(shape, -1, dtype=np.int8), np.zeros(shape, dtype=np.int64),
+                     np.zeros(shape, dtype=np.int32))
     solve_exact(codes, q, "branch", 2.0, 2.0, None)
     prob = Problem(codes, q, "leaf", 2.0, 2.0)
     prob.block(prob.all_bits, 0, 3)

@@ -214,22 +214,26 @@ def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int 
         lens = np.empty(n_rec, dtype=np.int64)
         recs = np.zeros((n_rec if point_estimate == "brl_point" else 0, cap + 1), dtype=np.int64)
         done = 0
+        size = min(chunk, 64)  # grown or shrunk so that a chunk takes about 0.1 s (the deadline is seen)
         while done < n_iter:
             if deadline is not None and time.perf_counter() >= deadline:
                 stopped = True
                 break
-            steps = min(chunk, n_iter - done)
+            steps = min(size, n_iter - done)
+            t_chunk = time.perf_counter()
             if M:
                 rec_from = max(0, burn - done)
                 off = done + rec_from - burn
-                m, lp = LK.mh_steps(d, m, lp, steps, *args, cap, best, trace[off:], lens[off:], rec_from,
-                                    recs[off:])
+                m, lp = LK.mh_steps_incremental(d, m, lp, steps, *args, cap, best, trace[off:], lens[off:],
+                                                rec_from, recs[off:])
             else:
                 lo = max(done, burn)
                 trace[lo - burn:done + steps - burn] = lp
                 lens[lo - burn:done + steps - burn] = 0
             done += steps
             total += steps
+            spent = time.perf_counter() - t_chunk
+            size = int(min(chunk, max(1, steps * 0.1 / spent) if spent > 0 else chunk))
         kept = max(done - burn, 0)
         traces.append(trace[:kept][thinning - 1::thinning].tolist())
         if record_lengths:

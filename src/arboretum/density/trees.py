@@ -15,7 +15,8 @@ from ..data import Interval, Options
 from . import _kernels as K
 from .anneal import Problem, anneal
 from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
-from .exact import DensityNode, exact_size, leaf_sparse_bound_by_k, leaf_sparse_upper_bound, solve_exact
+from .exact import (DensityNode, branch_sparse_upper_bound, exact_size, leaf_sparse_bound_by_k,
+                    leaf_sparse_upper_bound, solve_exact)
 from .posterior import log_posterior_branch_sparse, log_posterior_leaf_sparse
 
 __all__ = ["LeafSparseDensityTree", "BranchSparseDensityTree"]
@@ -91,26 +92,32 @@ class _DensityTree(DensityEstimator):
         n = codes.shape[0]
         lam, alpha = float(self.lam), float(self.alpha)
         max_leaves = self.max_leaves if self._method == "leaf" else None
-        n_boxes, need = exact_size(q, self._method, int(min(max_leaves or 4096, 4096)))
+        n_boxes, need = exact_size(q, self._method, 1)  # Method I: the k table is sized after the bound
         fits_memory = self.memory_limit is None or need <= self.memory_limit * 2**20
         try_exact = self.solver == "exact" or (self.solver == "auto" and n_boxes <= EXACT_MAX_BOXES and fits_memory)
         result = None
         reason = "completed"
         self.optimal_ = False
+        partial, upper = None, math.inf  # Method I's anytime answer when the knapsack cannot run
         if try_exact:
             share = clock.share_end(1.0 if self.solver == "exact" else 0.5)
             ex = solve_exact(codes, q, self._method, lam, alpha, max_leaves, share, self.memory_limit)
-            if ex is not None:
+            if ex is not None and ex.optimal:
                 root, lp, self.optimal_ = ex.root, ex.log_posterior, True
                 result = (root, lp)
-            elif self.solver == "exact":
-                reason = "memory_limit" if not fits_memory else "time_limit"
+            else:
+                if ex is not None:
+                    partial, upper = (ex.root, ex.log_posterior), ex.upper
+                if self.solver == "exact":
+                    reason = ex.stop if ex is not None else ("memory_limit" if not fits_memory else "time_limit")
         if result is None:
             prob = Problem(codes, q, self._method, lam, alpha)
             sa = anneal(prob, n_cycles=self.n_cycles, trials_per_cycle=self.trials_per_cycle,
                         n_restarts=self.n_restarts, epsilon=float(self.epsilon), max_leaves=self.max_leaves,
                         random_state=self._seed(), deadline=clock.deadline)
             result = (sa.root, sa.log_posterior)
+            if partial is not None and partial[1] > sa.log_posterior:
+                result = partial
             if sa.stopped:
                 reason = "time_limit"
         root, lp = result
@@ -122,7 +129,7 @@ class _DensityTree(DensityEstimator):
                 reason = "completed"
         self._set_tree(root, codes, lam, alpha)
         self.log_posterior_ = float(lp)
-        self.gap_ = 0.0 if self.optimal_ else self._gap(codes, q, lam, alpha)
+        self.gap_ = 0.0 if self.optimal_ else self._gap(codes, q, lam, alpha, upper)
         self.fit_time_ = clock.elapsed()
         self._set_stop(reason, f"returning the best tree found ({self.n_leaves_} leaves, log posterior "
                                f"{self.log_posterior_:.4f}), not certified")
@@ -140,17 +147,21 @@ class _DensityTree(DensityEstimator):
         if n_boxes > BOUNDED_MAX_BOXES or clock.expired() or (
                 self.memory_limit is not None and need > self.memory_limit * 2**20):
             return None
-        ex = solve_exact(codes, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit)
+        ex = solve_exact(codes, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit, lower=lp)
         if ex is None:
             return None
         return (ex.root, ex.log_posterior) if ex.log_posterior >= lp - 1e-9 * max(1.0, abs(lp)) else None
 
-    def _gap(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float) -> float:
-        """Method I: ``upper bound - log_posterior_`` (:func:`.exact.leaf_sparse_upper_bound`, alpha >= 1);
-        NaN for Method II or alpha < 1.  0 when the bound meets the answer (then ``optimal_`` is True)."""
-        if self._method != "leaf":
+    def _gap(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float, upper: float = math.inf) -> float:
+        """``upper bound - log_posterior_``: Method I the least of ``upper`` (the Lagrangian bound) and
+        :func:`.exact.leaf_sparse_upper_bound` (``alpha >= 1``); Method II :func:`.exact.branch_sparse_upper_bound`.
+        0 when the bound meets the answer (then ``optimal_`` is True)."""
+        if self._method == "leaf":
+            ub = min(upper, leaf_sparse_upper_bound(codes, q, lam, alpha) if alpha >= 1 else math.inf)
+        else:
+            ub = branch_sparse_upper_bound(codes, q, lam, alpha)
+        if not math.isfinite(ub):
             return math.nan
-        ub = leaf_sparse_upper_bound(codes, q, lam, alpha)
         gap = max(ub - self.log_posterior_, 0.0)
         if gap <= 1e-9 * max(1.0, abs(ub)):
             self.optimal_, gap = True, 0.0
@@ -199,14 +210,17 @@ class LeafSparseDensityTree(_DensityTree):
 
     Each leaf is a box of categories (one allowed set per feature); every configuration in a leaf has
     the same probability mass ``P / V`` (``V`` the number of configurations of the leaf).  The MAP tree is
-    found exactly (``solver="exact"``, a dynamic programme over all boxes of the domain; ``optimal_``
-    True) where the domain is small enough (``solver="auto"``: at most 2**22 boxes, within
-    ``memory_limit`` and half of ``time_limit``), else by simulated annealing over the paper's five
-    moves (``n_restarts`` runs of ``n_cycles`` x ``trials_per_cycle`` proposals).  After annealing
-    (``alpha >= 1``), an admissible upper bound (:func:`arboretum.density.exact.leaf_sparse_upper_bound`)
-    gives ``gap_`` and the most leaves a better tree could have; unless ``solver="anneal"``, the dynamic
-    programme capped at that many leaves then certifies the MAP when it fits (up to 2**24 boxes,
-    ``memory_limit``, the rest of ``time_limit``).
+    found exactly (``solver="exact"``; ``optimal_`` True) where the domain is small enough
+    (``solver="auto"``: at most 2**22 boxes, within ``memory_limit`` and half of ``time_limit``): a
+    Lagrangian relaxation of the number of leaves (a dynamic programme with one value per box,
+    :func:`arboretum.density.exact.leaf_sparse_lagrangian`) bounds every number of leaves and often
+    certifies its own tree at once; otherwise a knapsack programme over boxes and numbers of leaves,
+    capped at the most leaves the bound leaves open, finds the MAP (:mod:`arboretum.density.exact`).
+    Beyond that, simulated annealing over the paper's five moves (``n_restarts`` runs of ``n_cycles`` x
+    ``trials_per_cycle`` proposals) gives the tree; then (``alpha >= 1``) an admissible upper bound
+    (:func:`arboretum.density.exact.leaf_sparse_upper_bound`) gives ``gap_`` and the most leaves a better
+    tree could have, and unless ``solver="anneal"`` the capped programme certifies the MAP when it fits
+    (up to 2**24 boxes, ``memory_limit``, the rest of ``time_limit``).
 
     Parameters
     ----------
@@ -247,9 +261,10 @@ class LeafSparseDensityTree(_DensityTree):
     optimal_ : bool
         True when the exact solver certified the tree.
     gap_ : float
-        0 when certified; else (Method I, ``alpha >= 1``) an admissible upper bound on the MAP's log
-        posterior minus ``log_posterior_`` (:func:`arboretum.density.exact.leaf_sparse_upper_bound`), a
-        finite gap; NaN for Method II.
+        0 when certified; else an admissible upper bound on the MAP's log posterior minus
+        ``log_posterior_``: Method I the Lagrangian bound (:func:`arboretum.density.exact.leaf_sparse_lagrangian`,
+        when it ran) or :func:`arboretum.density.exact.leaf_sparse_upper_bound` (``alpha >= 1``), Method II
+        :func:`arboretum.density.exact.branch_sparse_upper_bound` (loose: the histogram likelihood).
     stop_reason_, fit_time_, compile_time_, n_features_in_, feature_names_in_
 
     Examples
