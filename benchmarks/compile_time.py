@@ -32,7 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-FAMILIES = ("maptree-classification", "maptree-regression", "pcfg", "smc", "mcmc")
+FAMILIES = ("maptree-classification", "maptree-regression", "pcfg", "smc", "mcmc", "optimal-axis", "optimal", "density",
+            "polytope")
 
 # Current code: the family's warm-up, as the estimators run it before their clock.
 _NOW = """
@@ -79,8 +80,11 @@ def _run(code: str, family: str, src: Path, cache: str) -> dict:
     t0 = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", code.replace("FAMILY", repr(family))],
-        env=env, capture_output=True, text=True, check=True, cwd=tempfile.gettempdir(),
+        env=env, capture_output=True, text=True, cwd=tempfile.gettempdir(),
     )
+    if out.returncode != 0:  # e.g. a family that an older revision does not have
+        nan = float("nan")
+        return dict(import_s=nan, compile_s=nan, compile_cpu_s=nan, cached=None, process_s=nan)
     r = json.loads(out.stdout.strip().splitlines()[-1])
     r["process_s"] = time.perf_counter() - t0
     return r
@@ -103,6 +107,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", nargs="*", default=list(FAMILIES))
     ap.add_argument("--before-rev", default=None, help="also measure this git revision (e.g. d75ba45)")
+    ap.add_argument("--before-warm-up", action="store_true",
+                    help="the older revision has arboretum._compile: measure its warm-up as for the current code")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--out", default=str(RESULTS / "compile_time"))
     args = ap.parse_args(argv)
@@ -114,7 +120,8 @@ def main(argv=None) -> int:
         subprocess.run(["git", "worktree", "add", "--detach", str(wt), args.before_rev], cwd=ROOT, check=True,
                        capture_output=True)
         try:
-            rows += measure(args.before_rev, wt / "src", _BEFORE, args.families, args.repeats)
+            code = _NOW if args.before_warm_up else _BEFORE
+            rows += measure(args.before_rev, wt / "src", code, args.families, args.repeats)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=ROOT, capture_output=True)
 
@@ -134,13 +141,15 @@ def main(argv=None) -> int:
         "# Numba compile time per model family",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M')} on {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs; python {platform.python_version()}; arboretum git {rev}.",
+        f"{os.cpu_count()} CPUs; python {platform.python_version()}; arboretum git {rev}; "
+        f"load average at the end {os.getloadavg()[0]:.1f}.",
         f"Command: `python benchmarks/compile_time.py {' '.join(argv or sys.argv[1:])}`.",
         "",
         "Fresh process each; *cold*: empty `NUMBA_CACHE_DIR`; *warm*: the cache the cold run filled. "
         "Seconds of `arboretum._compile.warm_up(family)` (the estimators' `compile_time_`, spent before "
-        "the fit's clock starts); for an older revision, first fit minus second fit of the same tiny "
-        "problem (compilation paid inside the fit). CPU seconds in parentheses.",
+        "the fit's clock starts); for an older revision without `--before-warm-up`, first fit minus second "
+        "fit of the same tiny problem (compilation paid inside the fit). CPU seconds in parentheses; "
+        "nan: the family does not exist in that revision.",
         "",
         "| family | " + " | ".join(f"{v} cold | {v} warm" for v in versions) + " |",
         "|---|" + "---|---|" * len(versions),
