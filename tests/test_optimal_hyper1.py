@@ -250,3 +250,124 @@ def test_plane_of_matches_the_rules_cofactors(d):
     for sub in (np.arange(d), np.arange(6, 6 + d)):
         np.testing.assert_allclose(hyper1._plane_of(Xt, sub, masks, start), _cofactors(X[sub][None])[0],
                                    rtol=1e-12, atol=1e-12)
+
+
+def _assignments_one_by_one(left0, right0, pt, sub, extras, lam, n_val, mode, nmin):
+    """The reference of :func:`hyper1._assignments`: every assignment on its own, ``delta`` summed
+    point by point (the definition in the module docstring)."""
+    D = len(sub)
+    best, best_a = np.inf, -1
+    for a in range(1 << D):
+        vl, vr = left0.copy(), right0.copy()
+        for k in range(D):
+            if (a >> (D - 1 - k)) & 1:
+                vr += pt[sub[k]]
+            else:
+                vl += pt[sub[k]]
+        for t, i in enumerate(extras):
+            val = 0.0
+            for k in range(D):
+                val += lam[t, k] * (1.0 if (a >> (D - 1 - k)) & 1 else -1.0)
+            if abs(val) < 1e-9 or val <= 0.0:
+                vl += pt[i]
+            else:
+                vr += pt[i]
+        if vl[-1] < nmin or vr[-1] < nmin:
+            continue
+        c = hyper1._leaf(vl, n_val, mode) + hyper1._leaf(vr, n_val, mode)
+        if c < best:
+            best, best_a = c, a
+    return best, best_a
+
+
+@pytest.mark.parametrize("d", [2, 3, 4, 5])
+def test_all_assignments_at_once_match_one_by_one(d):
+    """Planes holding many data points (integer grids, where the enumeration is most of the work):
+    the barycentric map and the all-assignments enumeration give the coordinates of a direct
+    least-squares solve and the same (cost, first assignment) as enumerating one by one, with
+    fractional weights (every side summed in the same order: the same bits)."""
+    rng = np.random.default_rng(d)
+    for trial in range(30):
+        n = 14
+        X = rng.integers(0, 3, size=(n, d)).astype(float)
+        X[:, -1] = 1.0  # every point on the plane x_d = 1, most of them extra on-plane points
+        sub = np.sort(rng.choice(n, d, replace=False)).astype(np.int64)
+        P = X[sub]
+        if np.linalg.matrix_rank(P[1:, :-1] - P[0, :-1]) < d - 1:
+            continue
+        extras = np.array([i for i in range(n) if i not in sub], dtype=np.int64)
+        lam = np.empty((len(extras), d))
+        B, E = np.empty((d, d)), np.empty((d, d))
+        ok = hyper1._bary_factor(X, sub, np.empty((d, d)), E, B, np.empty(d))
+        assert ok
+        for t, z in enumerate(extras):
+            hyper1._barycentric(X, sub, z, lam, t, B, ok, np.empty(d))
+            want = np.linalg.lstsq((P[1:] - P[0]).T, X[z] - P[0], rcond=None)[0]
+            np.testing.assert_allclose(lam[t, 1:], want, atol=1e-9)
+            np.testing.assert_allclose(lam[t] @ P, X[z], atol=1e-9)
+        n_val = 2
+        pt = np.zeros((n, n_val + 1))
+        pt[np.arange(n), rng.integers(0, n_val, size=n)] = rng.random(n) + 0.5
+        pt[:, -1] = 1.0
+        left0, right0 = rng.random(n_val + 1), rng.random(n_val + 1)
+        w, yt = rng.random(n) + 0.5, rng.normal(size=n)
+        reg = np.ascontiguousarray(np.c_[w, w * yt, w * yt * yt, np.ones(n)])  # (sw, swy, swyy, count)
+        reg0, reg1 = np.array([1.5, 0.3, 2.0, 1.0]), np.array([0.7, -0.2, 1.1, 1.0])
+        for nmin in (0, 6):
+            for mode, stats in ((1, pt), (2, reg)):
+                S = stats.shape[1]
+                got = hyper1._assignments(left0 if mode == 1 else reg0, right0 if mode == 1 else reg1, stats,
+                                          sub, extras, lam, len(extras), n_val, mode, nmin, np.empty((S, 1 << d)),
+                                          np.empty((S, 1 << d)), hyper1._sign_table(d), np.empty(1 << d),
+                                          np.empty(1 << d), np.empty(1 << d))
+                want = _assignments_one_by_one(left0 if mode == 1 else reg0, right0 if mode == 1 else reg1,
+                                               stats, sub, extras, lam, n_val, mode, nmin)
+                assert got == want
+
+
+def _hinge_bound_of(X, hinge, pt, n_val, mode):
+    """:func:`hyper1._hinge_bound` of one hinge, with the sweep's projection and point classes."""
+    N, D = X.shape
+    Xt = np.ascontiguousarray(np.c_[X, np.ones(N)])
+    masks, start = hyper1._mask_table(D + 1)
+    W, Wa = np.zeros((D + 1, 1 << (D + 1))), np.zeros((D + 1, 1 << (D + 1)))
+    W[0, 0] = Wa[0, 0] = 1.0
+    hyper1._hinge_wedge(Xt, np.asarray(hinge, dtype=np.int64), W, Wa, masks, start, 0)
+    R, Ra = np.zeros((2, D + 1)), np.zeros((2, D + 1))
+    if hyper1._frame(W, Wa, D - 1, D + 1, hyper1._gamma(D), R, Ra) == 0:
+        return None  # affinely dependent hinge
+    u, e = np.empty((N, 2)), np.empty((N, 2))
+    hyper1._project(Xt, R, Ra, hyper1._gamma(D), u, e)
+    nrm = np.hypot(u[:, 0], u[:, 1])
+    special = (nrm == 0) | (e.sum(axis=1) > hyper1._SPECIAL * nrm)
+    ang = np.arctan2(u[:, 1], u[:, 0])
+    reg, spec = np.flatnonzero(~special), np.flatnonzero(special)
+    P = np.empty((2 * hyper1._BUCKETS + 1, pt.shape[1]))
+    return hyper1._hinge_bound(ang, reg, len(reg), spec, len(spec), pt, n_val, mode, P, -np.inf)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tiny_data(), nmin=st.integers(0, 2))
+def test_hinge_bound_is_admissible(data, nmin):
+    """The sector bound of a hinge (:func:`hyper1._hinge_bound`) is at most the cost of every rule
+    whose defining points hold the hinge, by a brute force over the rules (every assignment)."""
+    X, y, n_cls, w, t = data
+    n, d = X.shape
+    if d < 2:
+        return
+    rules = hyperplane_rules(X)
+    for obj, kw in ((make_objective(n, labels=y, n_classes=n_cls, weight=w), dict(labels=y, weight=w)),
+                    (make_objective(n, target=t, weight=w), dict(target=t, weight=w))):
+        mode = 2 if obj.mode == K.SQUARED else 1
+        pt, n_val = hyper1._point_stats(obj, mode)
+        for hinge in itertools.combinations(range(n), d - 1):
+            bound = _hinge_bound_of(X, hinge, pt, n_val, mode)
+            if bound is None:
+                continue
+            for r in range(rules.n_rules):
+                if not set(hinge) <= set(rules.defs[r].tolist()):
+                    continue
+                left = rules.left_mask(r)
+                if left.sum() < nmin or (~left).sum() < nmin:
+                    continue
+                assert bound <= np_cost(left, **kw) + np_cost(~left, **kw) + 1e-9

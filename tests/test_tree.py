@@ -701,3 +701,56 @@ def test_repr():
     r = repr(mixed_tree())
     assert r.startswith("Tree(task='classification', n_nodes=9, n_leaves=5, max_depth=3, n_features=4")
     assert "'HYPERPLANE': 1" in r and "'BINARY': 1" in r
+
+
+
+@st.composite
+def _small_threshold_arrays(draw):
+    """The arrays of a random small tree of LEAF and THRESHOLD nodes, and whether one entry was
+    then corrupted."""
+    n_leaves = draw(st.integers(1, 6))
+    left, right, kind, feature, thr, depth = [-1], [-1], [LEAF], [-1], [np.nan], [0]
+    leaves = [0]
+    while len(leaves) < n_leaves:
+        i = leaves.pop(draw(st.integers(0, len(leaves) - 1)))
+        a, b = len(kind), len(kind) + 1
+        for lst, v in ((left, -1), (right, -1), (kind, LEAF), (feature, -1), (thr, np.nan)):
+            lst += [v, v]
+        depth += [depth[i] + 1] * 2
+        left[i], right[i], kind[i] = a, b, THRESHOLD
+        feature[i], thr[i] = draw(st.integers(0, 2)), draw(st.floats(-5, 5))
+        leaves += [a, b]
+    arrays = dict(children_left=left, children_right=right, split_kind=kind, feature=feature, threshold=thr,
+                  depth=depth)
+    corrupted = draw(st.booleans())
+    if corrupted:
+        name = draw(st.sampled_from(sorted(arrays)))
+        at = draw(st.integers(0, len(kind) - 1))
+        values = [np.nan, 0.0, 1.5] if name == "threshold" else [-2, -1, 0, 1, 2, 3, 5, 9]
+        arrays[name][at] = draw(st.sampled_from(values))
+    return arrays, corrupted
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=_small_threshold_arrays())
+def test_small_tree_fast_accept_implies_the_full_checks(case):
+    """Tree._small_threshold_tree_ok, the plain-Python fast accept of small LEAF/THRESHOLD trees
+    that spares a fit the vectorised checks' fixed cost, accepts only what _validate_nodes and
+    _validate_shape accept, and accepts every such tree that is well formed."""
+    arrays, corrupted = case
+    t = object.__new__(Tree)
+    for name, dtype in (("children_left", np.int64), ("children_right", np.int64), ("split_kind", np.int8),
+                        ("feature", np.int64), ("threshold", np.float64), ("depth", np.int64)):
+        setattr(t, name, np.asarray(arrays[name], dtype=dtype))
+    t.n_features = 3
+    t.categories, t.coefs, t.polytopes, t.conjunctions = {}, {}, {}, {}
+    fast = t._small_threshold_tree_ok()
+    try:
+        t._validate_nodes()
+        t._validate_shape()
+        full = True
+    except ValueError:
+        full = False
+    assert full or not fast
+    if not corrupted:
+        assert fast and full

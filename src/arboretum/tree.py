@@ -310,11 +310,17 @@ def _as_feature_categories(feature_categories: Sequence[Any] | None, n_features:
     return out if any(a is not None for a in out) else None
 
 
+def _isin(values: np.ndarray, codes: Iterable[int]) -> np.ndarray:
+    """``np.isin(values, codes)`` for the few split-kind codes (a broadcast comparison: a tenth of
+    ``np.isin``'s fixed cost, which dominated the validation of a small tree)."""
+    return (values[:, None] == np.fromiter(codes, dtype=np.int64)[None, :]).any(axis=1)
+
+
 def _as_float_vector(values: Any, what: str) -> np.ndarray:
     arr = np.atleast_1d(np.asarray(values, dtype=np.float64))
     if arr.ndim != 1:
         raise ValueError(f"{what} must be a 1-D array; got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError(f"{what} must be finite; got {arr.tolist()}")
     return arr
 
@@ -560,12 +566,52 @@ class Tree:
             if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 1:
                 raise ValueError(f"{name} must have shape ({n}, k) with k >= 1; got {arr.shape}")
         self._validate_outputs()
-        self._validate_nodes()
-        self._validate_shape()
+        if not self._small_threshold_tree_ok():
+            self._validate_nodes()
+            self._validate_shape()
         if self.feature_names is not None and len(self.feature_names) != self.n_features:
             raise ValueError(
                 f"feature_names has {len(self.feature_names)} names but n_features={self.n_features}"
             )
+
+    #: Most nodes of a tree that :meth:`_small_threshold_tree_ok` checks in plain Python.
+    _SMALL_TREE = 64
+
+    def _small_threshold_tree_ok(self) -> bool:
+        """A fast accept for the commonest small trees (a fit's tree of a few nodes, where the
+        vectorised checks' fixed cost, a tenth of a millisecond, dominated the fit): True only for
+        a tree of at most ``_SMALL_TREE`` nodes, all ``LEAF`` or ``THRESHOLD``, without any table
+        entry, that passes every check of :meth:`_validate_nodes` and :meth:`_validate_shape`
+        (leaves: children -1/-1, feature -1, threshold NaN; splits: a feature in range, a
+        threshold, two distinct children in ``[1, n)``; every node but the root the child of
+        exactly one node, all reachable from the root, depths 0 at the root and +1 per level).
+        False sends the tree through those checks, which name what is wrong."""
+        n = self.children_left.shape[0]
+        if n > self._SMALL_TREE or self.categories or self.coefs or self.polytopes or self.conjunctions:
+            return False
+        kinds, left, right = self.split_kind.tolist(), self.children_left.tolist(), self.children_right.tolist()
+        feature, thr, depth = self.feature.tolist(), self.threshold.tolist(), self.depth.tolist()
+        if depth[0] != 0:
+            return False
+        parent = [-1] * n
+        for i in range(n):
+            if kinds[i] == LEAF:
+                if left[i] != -1 or right[i] != -1 or feature[i] != -1 or thr[i] == thr[i]:
+                    return False
+            elif kinds[i] == THRESHOLD:
+                if not 0 <= feature[i] < self.n_features or thr[i] != thr[i]:
+                    return False
+                for c in (left[i], right[i]):
+                    if not 1 <= c < n or c == i or parent[c] != -1 or depth[c] != depth[i] + 1:
+                        return False
+                    parent[c] = i
+            else:
+                return False
+        if any(p < 0 for p in parent[1:]):
+            return False
+        # one parent each and depths +1 per edge: following parents from any node ends at the
+        # root after depth[i] steps, so every node is reachable and there is no cycle
+        return True
 
     def _validate_outputs(self) -> None:
         n_values, n_counts = self.value.shape[1], self.counts.shape[1]
@@ -597,10 +643,9 @@ class Tree:
         left, right, feature, thr = self.children_left, self.children_right, self.feature, self.threshold
 
         def first(mask: np.ndarray) -> int | None:
-            hits = np.flatnonzero(mask)
-            return int(hits[0]) if hits.size else None
+            return int(mask.argmax()) if mask.any() else None
 
-        if (i := first(~np.isin(kinds, list(SPLIT_KIND_NAMES)))) is not None:
+        if (i := first(~_isin(kinds, SPLIT_KIND_NAMES))) is not None:
             raise ValueError(
                 f"split_kind[{i}] = {kinds[i]} is not a valid split kind; allowed: {SPLIT_KIND_NAMES}"
             )
@@ -642,7 +687,8 @@ class Tree:
                   (HYPERPLANE, self.coefs, "coefs", (HYPERPLANE, QUADRATIC)),
                   (POLYTOPE, self.polytopes, "polytopes", (POLYTOPE,)))
         for kind, table, tname, owners in tables:
-            for i in np.flatnonzero(np.isin(kinds, owners)).tolist():
+            owned = _isin(kinds, owners)
+            for i in np.flatnonzero(owned).tolist() if owned.any() else ():
                 if i not in table:
                     raise ValueError(f"{SPLIT_KIND_NAMES[int(kinds[i])]} node {i} has no entry in {tname}")
             for k, v in table.items():
@@ -1507,7 +1553,7 @@ class TreeBuilder:
         """
         counts = _as_float_vector(counts, "counts")
         value = _as_float_vector(value, "value")
-        if np.any(counts < 0):
+        if (counts < 0).any():
             raise ValueError(f"counts must be non-negative; got {counts.tolist()}")
         if self.task == "classification":
             if self._n_values is None:

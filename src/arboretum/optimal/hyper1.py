@@ -68,6 +68,22 @@ point of several classes before the sweep, and such a point goes wholly to the
 side where it costs less: :func:`_merge_duplicates`, :func:`_closed_form`).
 Otherwise (regression, extra
 on-plane points, or a side short of points) the ``2**D`` assignments are
+enumerated, after the admissible bound of :func:`_closed_form` (every on-plane
+point placed freely) fails to exclude the subset.  On degenerate data (integer
+features: Caesarian's planes hold 20-30 points) this enumeration is most of the
+work, so it is done for all assignments at once (:func:`_assignments`): the
+barycentric coordinates of the extra points through one linear map per subset
+(:func:`_bary_factor`), ``delta`` for every assignment by a tree of prefix sums,
+and the two sides' statistics accumulated with the assignment as the innermost,
+vectorised index.
+
+Skipping hinges
+---------------
+Before sorting a hinge's points, :func:`_hinge_bound` bounds every plane through
+the hinge from the points' angles in 32 sectors (admissible: proof in its
+docstring); a hinge whose bound reaches the incumbent is skipped whole (a new
+hinge needs a strictly lower cost, so the tie rule below is unchanged).  Each plane
+is then bounded again before its one-by-one tests and before its assignments are
 enumerated.
 
 Ties: the first minimiser in (subset, assignment) order, as in the DP (spec
@@ -101,6 +117,12 @@ _EPS = 2.220446049250313e-16
 _SPECIAL = 1e-7
 #: Number of D-subsets above which the incumbent also tries a logistic regression's direction.
 _LOGISTIC_ABOVE = 1_000_000
+#: Sectors of :func:`_hinge_bound` (even), the angle where the first begins (integer data puts
+#: many points at multiples of pi/4: not there) and how close to a boundary a computed angle must
+#: be to count as undetermined (more than a regular point's angular uncertainty, ``_SPECIAL``).
+_BUCKETS = 32
+_BUCKET_OFFSET = 0.1234567
+_BUCKET_TOL = 4e-7
 #: Hinges with at most this many planes (points after the hinge) test them one by one instead of
 #: sorting the points by angle (the sort costs about as much as this many one-by-one tests).
 _FEW = 6
@@ -266,88 +288,167 @@ def _leaf(vec, n_val, mode):
 
 
 @njit(cache=True)
-def _barycentric(X, sub, z, lam, row, G, rhs):
-    """Barycentric coordinates of ``X[z]`` (projected on the affine hull of ``X[sub]``) into ``lam[row]``:
-    ``z - p_0 = sum_k mu_k (p_k - p_0)`` by the normal equations (Gaussian elimination)."""
+def _bary_factor(X, sub, G, E, B, rhs):
+    """The linear map ``B`` of the barycentric coordinates in the plane of ``X[sub]``: for ``z`` in
+    that plane, ``z - p_0 = sum_k mu_k (p_k - p_0)`` with ``mu = B (z - p_0)``, ``B = G^-1 E`` from the
+    normal equations (``E[k] = p_{k+1} - p_0``, ``G = E E'``; Gaussian elimination with partial
+    pivoting, one column of ``E`` at a time).  Returns False when a pivot is 0 (every point then gets
+    the coordinates ``(1, 0, ...)``).  Once per subset; :func:`_barycentric` then costs one
+    ``(D - 1) x D`` product per on-plane point (``rhs``: scratch)."""
     D = sub.shape[0]
     n = D - 1
     d = X.shape[1]
     for a in range(n):
+        for j in range(d):
+            E[a, j] = X[sub[a + 1], j] - X[sub[0], j]
+    for a in range(n):
         for b in range(n):
             s = 0.0
             for j in range(d):
-                s += (X[sub[a + 1], j] - X[sub[0], j]) * (X[sub[b + 1], j] - X[sub[0], j])
+                s += E[a, j] * E[b, j]
             G[a, b] = s
-        s = 0.0
-        for j in range(d):
-            s += (X[sub[a + 1], j] - X[sub[0], j]) * (X[z, j] - X[sub[0], j])
-        rhs[a] = s
-    for col in range(n):  # partial pivoting
+    for j in range(d):
+        for a in range(n):
+            B[a, j] = E[a, j]
+    for col in range(n):  # partial pivoting, the same operations on every column of B
         p = col
         for r in range(col + 1, n):
             if abs(G[r, col]) > abs(G[p, col]):
                 p = r
         if G[p, col] == 0.0:
-            lam[row, 0] = 1.0
-            for k in range(1, D):
-                lam[row, k] = 0.0
-            return
+            return False
         if p != col:
             for b in range(n):
                 G[col, b], G[p, b] = G[p, b], G[col, b]
-            rhs[col], rhs[p] = rhs[p], rhs[col]
+            for j in range(d):
+                B[col, j], B[p, j] = B[p, j], B[col, j]
         for r in range(col + 1, n):
             f = G[r, col] / G[col, col]
             for b in range(col, n):
                 G[r, b] -= f * G[col, b]
-            rhs[r] -= f * rhs[col]
+            for j in range(d):
+                B[r, j] -= f * B[col, j]
+    for j in range(d):
+        for r in range(n - 1, -1, -1):
+            s = B[r, j]
+            for b in range(r + 1, n):
+                s -= G[r, b] * B[b, j]
+            B[r, j] = s / G[r, r]
+    return True
+
+
+@njit(cache=True)
+def _barycentric(X, sub, z, lam, row, B, ok, dz):
+    """Barycentric coordinates of ``X[z]`` (projected on the affine hull of ``X[sub]``) into
+    ``lam[row]``, with the map ``B`` of :func:`_bary_factor` (``ok``: its result; ``dz``: scratch)."""
+    D = sub.shape[0]
+    n = D - 1
+    d = X.shape[1]
+    if not ok:
+        lam[row, 0] = 1.0
+        for k in range(1, D):
+            lam[row, k] = 0.0
+        return
+    for j in range(d):
+        dz[j] = X[z, j] - X[sub[0], j]
     total = 0.0
-    for r in range(n - 1, -1, -1):
-        s = rhs[r]
-        for b in range(r + 1, n):
-            s -= G[r, b] * lam[row, b + 1]
-        lam[row, r + 1] = s / G[r, r]
-        total += lam[row, r + 1]
+    for r in range(n):
+        s = 0.0
+        for j in range(d):
+            s += B[r, j] * dz[j]
+        lam[row, r + 1] = s
+        total += s
     lam[row, 0] = 1.0 - total
 
 
 @njit(cache=True)
-def _assignments(left0, right0, pt, sub, extras, lam, n_extra, n_val, mode, nmin, vl, vr):
+def _sign_table(D):
+    """``T[k, a]`` = +1.0 when bit ``D - 1 - k`` of assignment ``a`` is set (point ``k`` goes right), else -1.0."""
+    A = 1 << D
+    T = np.empty((D, A))
+    for k in range(D):
+        for a in range(A):
+            T[k, a] = 1.0 if (a >> (D - 1 - k)) & 1 else -1.0
+    return T
+
+
+@njit(cache=True)
+def _assignments(left0, right0, pt, sub, extras, lam, n_extra, n_val, mode, nmin, VL, VR, sign, val, bits, cost):
     """Best (cost, assignment) over the ``2**D`` assignments of the defining points ``sub``
     (bit ``D - 1 - k`` set: point ``k`` goes right) with the extra on-plane points following
-    ``delta``; the first assignment wins ties.  ``(inf, -1)`` when none keeps ``nmin`` per leaf."""
+    ``delta = sum_k lam[t, k] * sign[k, a]`` (left when ``|delta| < 1e-9`` or ``delta <= 0``); the
+    first assignment wins ties.  ``(inf, -1)`` when none keeps ``nmin`` per leaf.
+
+    All assignments at once, the assignment the innermost (vectorised) index: ``delta`` is summed
+    over ``k`` in order and every side's statistics get the same additions in the same order (open
+    side, defining points, extra points) as for each assignment on its own, a point on the other
+    side adding an exact ``0.0``: the same bits.  ``sign``: :func:`_sign_table`; ``VL``, ``VR``:
+    scratch ``(S, 2**D)``; ``val``, ``bits``, ``cost``: scratch ``2**D``."""
     D = sub.shape[0]
     S = pt.shape[1]
+    A = 1 << D
+    for s in range(S):
+        for a in range(A):
+            VL[s, a] = left0[s]
+            VR[s, a] = right0[s]
+    for k in range(D):
+        i = sub[k]
+        for s in range(S):
+            w = pt[i, s]
+            for a in range(A):
+                r = 0.5 + 0.5 * sign[k, a]  # 1.0: point k goes right
+                VL[s, a] += w * (1.0 - r)
+                VR[s, a] += w * r
+    for t in range(n_extra):
+        i = extras[t]
+        for a in range(A):
+            val[a] = 0.0
+        for k in range(D):
+            lk = lam[t, k]
+            for a in range(A):
+                val[a] += lk * sign[k, a]
+        for a in range(A):
+            v = val[a]
+            bits[a] = 1.0 if (abs(v) < 1e-9 or v <= 0.0) else 0.0  # 1.0: goes left
+        for s in range(S):
+            w = pt[i, s]
+            for a in range(A):
+                VL[s, a] += w * bits[a]
+                VR[s, a] += w * (1.0 - bits[a])
+    if mode == 2:
+        for a in range(A):
+            cost[a] = 0.0
+            for side in range(2):
+                V = VL if side == 0 else VR
+                sw = V[0, a]
+                if sw > 0.0:
+                    c = V[2, a] - V[1, a] * V[1, a] / sw
+                    if c > 0.0:
+                        cost[a] += c
+    else:  # as _leaf: total - max over the classes, per side
+        for a in range(A):
+            cost[a] = 0.0
+        for side in range(2):
+            V = VL if side == 0 else VR
+            for a in range(A):
+                val[a] = 0.0  # total
+                bits[a] = 0.0  # max
+            for c in range(n_val):
+                for a in range(A):
+                    x = V[c, a]
+                    val[a] += x
+                    if x > bits[a]:
+                        bits[a] = x
+            for a in range(A):
+                d = val[a] - bits[a]
+                cost[a] += d if d > 0.0 else 0.0
     best = np.inf
     best_a = -1
-    for a in range(1 << D):
-        for s in range(S):
-            vl[s] = left0[s]
-            vr[s] = right0[s]
-        for k in range(D):
-            i = sub[k]
-            if (a >> (D - 1 - k)) & 1:
-                for s in range(S):
-                    vr[s] += pt[i, s]
-            else:
-                for s in range(S):
-                    vl[s] += pt[i, s]
-        for t in range(n_extra):
-            val = 0.0
-            for k in range(D):
-                val += lam[t, k] * (1.0 if (a >> (D - 1 - k)) & 1 else -1.0)
-            i = extras[t]
-            if abs(val) < 1e-9 or val <= 0.0:
-                for s in range(S):
-                    vl[s] += pt[i, s]
-            else:
-                for s in range(S):
-                    vr[s] += pt[i, s]
-        if vl[S - 1] < nmin or vr[S - 1] < nmin:
+    for a in range(A):
+        if VL[S - 1, a] < nmin or VR[S - 1, a] < nmin:
             continue
-        c = _leaf(vl, n_val, mode) + _leaf(vr, n_val, mode)
-        if c < best:
-            best = c
+        if cost[a] < best:
+            best = cost[a]
             best_a = a
     return best, best_a
 
@@ -479,6 +580,78 @@ def _bisect_right(a, n, v):
 
 
 @njit(cache=True)
+def _hinge_bound(ang, reg, n_reg, special, n_spec, pt, n_val, mode, P, stop):
+    """An admissible lower bound on the cost of every plane through a hinge, from the angles of its
+    points around it in ``_BUCKETS`` sectors (no sort; ``P``: scratch ``(2 * _BUCKETS + 1, S)``).
+
+    Proof.  A plane through the hinge is a line through the origin of the ``u``-plane, of exact
+    direction ``phi``: the points of exact angle in ``(phi, phi + pi)`` are on one side, those in
+    ``(phi + pi, phi + 2 pi)`` on the other, and those on the line (angle ``phi`` or ``phi + pi``,
+    or ``u = 0``) anywhere (defining points) or where ``delta`` sends them.  Cut the circle into
+    ``B`` sectors ``[o + b w, o + (b + 1) w)`` (``w = 2 pi / B``, ``o`` an offset that integer data
+    does not hit); say ``phi`` lies in sector ``b``.  A point of exact angle in sector ``b + j``,
+    ``1 <= j < B / 2``, has ``phi < angle < phi + pi`` (its angle is at least ``o + (b + 1) w > phi``
+    and below ``o + (b + B / 2) w <= phi + pi``), and likewise sectors ``b + B / 2 + j`` are on the
+    other side; so only the points of sectors ``b`` and ``b + B / 2`` are undetermined.  The sweep's
+    special points (uncertain angles, ``u = 0``) and the regular points whose computed angle lies
+    within ``_BUCKET_TOL`` (more than their angular uncertainty, at most ``_SPECIAL``, plus the error
+    of ``atan2``) of a sector boundary are undetermined too; every other regular point lies in the
+    sector of its computed angle.  Placing the undetermined points freely (0-1 loss:
+    :func:`_free_placement`) or leaving them out (squared error: adding points to a leaf never
+    lowers its squared error), as the bound of a single plane in :func:`hyperplane1_sweep`, bounds
+    every plane whose direction is in sector ``b`` (``min_samples_leaf`` only raises costs); the
+    minimum over ``b`` bounds every plane through the hinge (returned as soon as it is below ``stop``:
+    the caller only asks whether it reaches ``stop``)."""
+    B = _BUCKETS
+    S = pt.shape[1]
+    w = 2.0 * np.pi / B
+    for i in range(2 * B + 1):
+        for s in range(S):
+            P[i, s] = 0.0
+    free = np.zeros(S)
+    for t in range(n_spec):
+        for s in range(S):
+            free[s] += pt[special[t], s]
+    for k in range(n_reg):
+        x = reg[k]
+        f = (ang[x] - _BUCKET_OFFSET) / w
+        if f < 0.0:
+            f += B
+        b = int(f)
+        if b >= B or (f - b) * w < _BUCKET_TOL or (b + 1 - f) * w < _BUCKET_TOL:
+            for s in range(S):
+                free[s] += pt[x, s]
+        else:
+            for s in range(S):
+                P[b + 1, s] += pt[x, s]
+    for i in range(B):  # two turns: P[i + 1] = sector i mod B, then prefix sums
+        for s in range(S):
+            P[B + i + 1, s] = P[i + 1, s]
+    for i in range(2 * B):
+        for s in range(S):
+            P[i + 1, s] += P[i, s]
+    H2 = B // 2
+    vl = np.empty(S)
+    vr = np.empty(S)
+    dv = np.empty(S)
+    best = np.inf
+    for b in range(B):
+        for s in range(S):
+            vl[s] = P[b + H2, s] - P[b + 1, s]  # sectors b + 1 .. b + B/2 - 1
+            vr[s] = P[b + B, s] - P[b + H2 + 1, s]  # sectors b + B/2 + 1 .. b + B - 1
+            dv[s] = free[s] + (P[b + 1, s] - P[b, s]) + (P[b + H2 + 1, s] - P[b + H2, s])
+        if mode != 2:
+            c = _free_placement(vl, vr, dv, n_val)
+        else:
+            c = _leaf(vl, n_val, mode) + _leaf(vr, n_val, mode)
+        if c < best:
+            best = c
+            if best < stop:
+                return best
+    return best
+
+
+@njit(cache=True)
 def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, n_val, mode, nmin, gamma,
                       best, best_sub, counts):
     """Sweep up to ``max_hinges`` hinges from ``hinge`` on (lexicographic ``(D-1)``-subsets of
@@ -505,8 +678,6 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
     PS = np.zeros((3 * N + 1, S))
     vl = np.empty(S)
     vr = np.empty(S)
-    wl = np.empty(S)
-    wr = np.empty(S)
     dvec = np.empty(S)
     spec_sum = np.empty(S)
     sub = np.empty(D, dtype=np.int64)
@@ -514,6 +685,16 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
     lam = np.empty((N, D))
     G = np.empty((D, D))
     rhs = np.empty(D)
+    bucket = np.empty((2 * _BUCKETS + 1, S))
+    sign = _sign_table(D)
+    aval = np.empty(1 << D)
+    acost = np.empty(1 << D)
+    bits = np.empty(1 << D)
+    Ed = np.empty((D, D))
+    Bm = np.empty((D, D))
+    dz = np.empty(D)
+    VL = np.empty((S, 1 << D))
+    VR = np.empty((S, 1 << D))
     done = 0
     while done < max_hinges:
         done += 1
@@ -547,91 +728,117 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
                     n_reg += 1
                     if unc / nrm > maxd:
                         maxd = unc / nrm
-            alpha = 16.0 * (maxd + 8.0 * 2.220446049250313e-16)
-            for s in range(S):
-                spec_sum[s] = 0.0
-            for t in range(n_spec):
+            if not few and _hinge_bound(ang, reg, n_reg, special, n_spec, pt, n_val, mode, bucket, best[0]) >= best[0]:
+                # no plane through this hinge can be accepted (a new hinge needs a strictly lower cost)
+                counts[0] += N - 1 - h_last
+                counts[3] += 1
+                skip = True
+            else:
+                skip = False
+            if not skip:
+                alpha = 16.0 * (maxd + 8.0 * 2.220446049250313e-16)
                 for s in range(S):
-                    spec_sum[s] += pt[special[t], s]
-            order = np.argsort(regang[:n_reg])
-            for t in range(3):
-                for k in range(n_reg):
-                    x = reg[order[k]]
-                    A3[t * n_reg + k] = ang[x] + (t - 1) * TWO_PI
-                    I3[t * n_reg + k] = x
-            n3 = 3 * n_reg
-            for k in range(n3):
-                x = I3[k]
-                for s in range(S):
-                    PS[k + 1, s] = PS[k, s] + pt[x, s]
-            # every q > h_last: the regular ones by the sweep, the special ones one by one
-            for k in range(n_reg + n_spec):
-                direct = k >= n_reg
-                q = special[k - n_reg] if direct else reg[order[k]]
-                if q <= h_last:
-                    continue
-                counts[0] += 1
-                if direct and abs(u[q, 0]) <= e[q, 0] and abs(u[q, 1]) <= e[q, 1]:
-                    continue  # affinely dependent subset
-                sub[m] = q
-                n_extra = 0
-                if not direct:
-                    th = ang[q]
-                    i0 = _bisect_left(A3, n3, th - alpha)
-                    i1 = _bisect_right(A3, n3, th + alpha)
-                    i2 = _bisect_left(A3, n3, th + np.pi - alpha)
-                    i3 = _bisect_right(A3, n3, th + np.pi + alpha)
-                    i4 = i0 + n_reg
-                    if i1 > i2 or i3 > i4:
-                        direct = True
-                if direct:
+                    spec_sum[s] = 0.0
+                for t in range(n_spec):
                     for s in range(S):
-                        vl[s] = 0.0
-                        vr[s] = 0.0
-                    for x in range(N):
-                        sd = _side_of(u, e, q, x, sgn)
-                        if sd == 0:
-                            is_def = x == q
-                            for t in range(m):
-                                if hinge[t] == x:
-                                    is_def = True
-                            if not is_def:
-                                extras[n_extra] = x
-                                n_extra += 1
-                        elif sd < 0:
-                            for s in range(S):
-                                vl[s] += pt[x, s]
-                        else:
-                            for s in range(S):
-                                vr[s] += pt[x, s]
-                else:
-                    # open half-turns: (th, th + pi) has cross > 0, i.e. side sgn
+                        spec_sum[s] += pt[special[t], s]
+                order = np.argsort(regang[:n_reg])
+                for t in range(3):
+                    for k in range(n_reg):
+                        x = reg[order[k]]
+                        A3[t * n_reg + k] = ang[x] + (t - 1) * TWO_PI
+                        I3[t * n_reg + k] = x
+                n3 = 3 * n_reg
+                for k in range(n3):
+                    x = I3[k]
                     for s in range(S):
-                        pos_s = PS[i2, s] - PS[i1, s]
-                        neg_s = PS[i4, s] - PS[i3, s]
-                        if sgn > 0:
-                            vr[s] = pos_s
-                            vl[s] = neg_s
-                        else:
-                            vl[s] = pos_s
-                            vr[s] = neg_s
-                    # admissible bound before any one-by-one test: the points of the bands and the
-                    # special points (the defining points among them) placed freely, or left out
-                    # (squared error); the subset's optimum places them somehow (_closed_form)
-                    if mode != 2:
-                        for s in range(n_val):
-                            dvec[s] = PS[i1, s] - PS[i0, s] + PS[i3, s] - PS[i2, s] + spec_sum[s]
-                        lb = _free_placement(vl, vr, dvec, n_val)
-                    else:
-                        lb = _leaf(vl, n_val, mode) + _leaf(vr, n_val, mode)
-                    if not (lb < best[0] or (lb == best[0] and best[1] == serial and q < best_sub[m])):
+                        PS[k + 1, s] = PS[k, s] + pt[x, s]
+                # every q > h_last: the regular ones by the sweep, the special ones one by one
+                for k in range(n_reg + n_spec):
+                    direct = k >= n_reg
+                    q = special[k - n_reg] if direct else reg[order[k]]
+                    if q <= h_last:
                         continue
-                    for band in range(2):
-                        lo = i0 if band == 0 else i2
-                        hi = i1 if band == 0 else i3
-                        for t in range(lo, hi):
-                            x = I3[t]
-                            if x == q:
+                    counts[0] += 1
+                    if direct and abs(u[q, 0]) <= e[q, 0] and abs(u[q, 1]) <= e[q, 1]:
+                        continue  # affinely dependent subset
+                    sub[m] = q
+                    n_extra = 0
+                    if not direct:
+                        th = ang[q]
+                        i0 = _bisect_left(A3, n3, th - alpha)
+                        i1 = _bisect_right(A3, n3, th + alpha)
+                        i2 = _bisect_left(A3, n3, th + np.pi - alpha)
+                        i3 = _bisect_right(A3, n3, th + np.pi + alpha)
+                        i4 = i0 + n_reg
+                        if i1 > i2 or i3 > i4:
+                            direct = True
+                    if direct:
+                        for s in range(S):
+                            vl[s] = 0.0
+                            vr[s] = 0.0
+                        for x in range(N):
+                            sd = _side_of(u, e, q, x, sgn)
+                            if sd == 0:
+                                is_def = x == q
+                                for t in range(m):
+                                    if hinge[t] == x:
+                                        is_def = True
+                                if not is_def:
+                                    extras[n_extra] = x
+                                    n_extra += 1
+                            elif sd < 0:
+                                for s in range(S):
+                                    vl[s] += pt[x, s]
+                            else:
+                                for s in range(S):
+                                    vr[s] += pt[x, s]
+                    else:
+                        # open half-turns: (th, th + pi) has cross > 0, i.e. side sgn
+                        for s in range(S):
+                            pos_s = PS[i2, s] - PS[i1, s]
+                            neg_s = PS[i4, s] - PS[i3, s]
+                            if sgn > 0:
+                                vr[s] = pos_s
+                                vl[s] = neg_s
+                            else:
+                                vl[s] = pos_s
+                                vr[s] = neg_s
+                        # admissible bound before any one-by-one test: the points of the bands and the
+                        # special points (the defining points among them) placed freely, or left out
+                        # (squared error); the subset's optimum places them somehow (_closed_form)
+                        if mode != 2:
+                            for s in range(n_val):
+                                dvec[s] = PS[i1, s] - PS[i0, s] + PS[i3, s] - PS[i2, s] + spec_sum[s]
+                            lb = _free_placement(vl, vr, dvec, n_val)
+                        else:
+                            lb = _leaf(vl, n_val, mode) + _leaf(vr, n_val, mode)
+                        if not (lb < best[0] or (lb == best[0] and best[1] == serial and q < best_sub[m])):
+                            continue
+                        for band in range(2):
+                            lo = i0 if band == 0 else i2
+                            hi = i1 if band == 0 else i3
+                            for t in range(lo, hi):
+                                x = I3[t]
+                                if x == q:
+                                    continue
+                                sd = _side_of(u, e, q, x, sgn)
+                                if sd == 0:
+                                    extras[n_extra] = x
+                                    n_extra += 1
+                                elif sd < 0:
+                                    for s in range(S):
+                                        vl[s] += pt[x, s]
+                                else:
+                                    for s in range(S):
+                                        vr[s] += pt[x, s]
+                        for t in range(n_spec):
+                            x = special[t]
+                            is_def = False
+                            for h in range(m):
+                                if hinge[h] == x:
+                                    is_def = True
+                            if is_def:
                                 continue
                             sd = _side_of(u, e, q, x, sgn)
                             if sd == 0:
@@ -643,45 +850,29 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
                             else:
                                 for s in range(S):
                                     vr[s] += pt[x, s]
-                    for t in range(n_spec):
-                        x = special[t]
-                        is_def = False
-                        for h in range(m):
-                            if hinge[h] == x:
-                                is_def = True
-                        if is_def:
-                            continue
-                        sd = _side_of(u, e, q, x, sgn)
-                        if sd == 0:
-                            extras[n_extra] = x
-                            n_extra += 1
-                        elif sd < 0:
-                            for s in range(S):
-                                vl[s] += pt[x, s]
-                        else:
-                            for s in range(S):
-                                vr[s] += pt[x, s]
-                if mode != 2 and n_extra == 0 and vl[S - 1] >= nmin and vr[S - 1] >= nmin:
-                    c = _closed_form(vl, vr, pt, sub, n_val, dvec, extras, 0)
-                else:
-                    # admissible bound (see _closed_form / _lower_bound): skip the enumeration when
-                    # even a free placement of every on-plane point cannot be accepted
-                    if mode != 2:
-                        lb = _closed_form(vl, vr, pt, sub, n_val, dvec, extras, n_extra)
+                    if mode != 2 and n_extra == 0 and vl[S - 1] >= nmin and vr[S - 1] >= nmin:
+                        c = _closed_form(vl, vr, pt, sub, n_val, dvec, extras, 0)
                     else:
-                        lb = _leaf(vl, n_val, mode) + _leaf(vr, n_val, mode)
-                    counts[1] += 1
-                    if not (lb < best[0] or (lb == best[0] and best[1] == serial and q < best_sub[m])):
-                        continue
-                    counts[2] += 1
-                    for t in range(n_extra):
-                        _barycentric(X, sub, extras[t], lam, t, G, rhs)
-                    c, _ = _assignments(vl, vr, pt, sub, extras, lam, n_extra, n_val, mode, nmin, wl, wr)
-                if c < best[0] or (c == best[0] and best[1] == serial and q < best_sub[m]):
-                    best[0] = c
-                    best[1] = serial
-                    for t in range(D):
-                        best_sub[t] = sub[t]
+                        # admissible bound (see _closed_form / _lower_bound): skip the enumeration when
+                        # even a free placement of every on-plane point cannot be accepted
+                        if mode != 2:
+                            lb = _closed_form(vl, vr, pt, sub, n_val, dvec, extras, n_extra)
+                        else:
+                            lb = _leaf(vl, n_val, mode) + _leaf(vr, n_val, mode)
+                        counts[1] += 1
+                        if not (lb < best[0] or (lb == best[0] and best[1] == serial and q < best_sub[m])):
+                            continue
+                        counts[2] += 1
+                        ok = _bary_factor(X, sub, G, Ed, Bm, rhs)
+                        for t in range(n_extra):
+                            _barycentric(X, sub, extras[t], lam, t, Bm, ok, dz)
+                        c, _ = _assignments(vl, vr, pt, sub, extras, lam, n_extra, n_val, mode, nmin, VL, VR, sign, aval,
+                                            bits, acost)
+                    if c < best[0] or (c == best[0] and best[1] == serial and q < best_sub[m]):
+                        best[0] = c
+                        best[1] = serial
+                        for t in range(D):
+                            best_sub[t] = sub[t]
         # next hinge: (D-1)-subsets of 0 .. N-2
         if m == 0:
             return True
@@ -724,9 +915,13 @@ def _final_assignment(X, sides, sub, pt, n_val, mode, nmin):
     lam = np.empty((max(n_extra, 1), D))
     G = np.empty((D, D))
     rhs = np.empty(D)
+    Ed = np.empty((D, D))
+    Bm = np.empty((D, D))
+    ok = _bary_factor(X, sub, G, Ed, Bm, rhs)
     for t in range(n_extra):
-        _barycentric(X, sub, extras[t], lam, t, G, rhs)
-    c, a = _assignments(vl, vr, pt, sub, extras, lam, n_extra, n_val, mode, nmin, np.empty(S), np.empty(S))
+        _barycentric(X, sub, extras[t], lam, t, Bm, ok, np.empty(D))
+    c, a = _assignments(vl, vr, pt, sub, extras, lam, n_extra, n_val, mode, nmin, np.empty((S, 1 << D)),
+                        np.empty((S, 1 << D)), _sign_table(D), np.empty(1 << D), np.empty(1 << D), np.empty(1 << D))
     left = sides < 0
     if a >= 0:
         for k in range(D):
@@ -944,7 +1139,7 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
         seed = seed * (1 + 1e-9) + 1e-12 if obj.mode != 0 else seed + 0.5
     best = np.array([min(bound, seed), -1.0])
     best_sub = np.full(D, -1, dtype=np.int64)
-    counts = np.zeros(3, dtype=np.int64)
+    counts = np.zeros(4, dtype=np.int64)  # subsets examined, bounded, enumerated; hinges skipped
     optimal = True
     gamma = _gamma(D)
     masks, start = _mask_table(D + 1)
