@@ -38,6 +38,19 @@ Families
     rank-deficient lifted subsets (e.g. four collinear points in 2-D) skipped
     (spec §3.11 (c), G16).  Nothing is copied: one lifting map and the
     hyperplane machinery (:func:`_plane_rules`).
+
+Rules with the same partition
+-----------------------------
+Two rules that cut the training points the same way are handled once only
+where that provably loses no optimum: with a single rule (``max_splits=1``,
+:mod:`.hyper1` merges repeated points into one weighted point), and
+in the axis-parallel branch-and-bound (:mod:`.axis`, which enumerates
+thresholds between distinct sorted values and has no ancestry relation).
+The generic DP keeps them all: the ancestry relation reads the *defining
+points*, so two rules with one partition of the training points may have
+different places in a proper tree, and dropping either can lose the optimum
+(spec T19 shows it for axis rules merged by value; the paper's Figures 3-4
+and spec G21 say the DP cannot remove duplicate partitions).
 """
 
 from __future__ import annotations
