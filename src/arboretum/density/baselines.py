@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.model_selection import KFold
 from ..base import constraints
 from ..data import Interval
 from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
+from .space import distinct_configurations
 
 __all__ = ["HistogramDensity", "CategoricalDET"]
 
@@ -53,7 +55,7 @@ class HistogramDensity(DensityEstimator):
         codes = self._fit_codes_density(X)
         n = codes.shape[0]
         q = self._q
-        uniq, counts = np.unique(codes, axis=0, return_counts=True)
+        uniq, counts, _ = distinct_configurations(codes, q)
         boxes = [tuple(1 << int(c) for c in row) for row in uniq]
         log_dom = float(np.sum(np.log(q)))
         n_empty = math.exp(log_dom) - len(uniq) if log_dom < 700 else math.inf
@@ -133,29 +135,36 @@ class CategoricalDET(DensityEstimator):
         **DENSITY_CONSTRAINTS,
     )
 
-    # a grown tree: list of nodes [box, rows (index array), left, right]
-    def _grow(self, codes: np.ndarray, n_total: int) -> list:
+    # A grown tree: a list of nodes [box, configs (indices of distinct configurations), left, right, count,
+    # log volume, split feature, split category].  The risk, the splits and the pruning depend on the rows
+    # only through the counts of the distinct configurations, so the tree is grown over those (the same
+    # tree as over the rows, in time ~ the number of distinct configurations instead of rows).
+    def _grow(self, configs: np.ndarray, weights: np.ndarray, deadline: float | None = None) -> list:
         full = self._full_box()
-        nodes = [[full, np.arange(codes.shape[0]), -1, -1]]
+        held = np.flatnonzero(weights > 0)
+        nodes = [[full, held, -1, -1, int(weights[held].sum()), log_volume(full), -1, -1]]
         stack = [0]
         while stack:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break  # stopped: the tree grown so far (every node a valid box)
             i = stack.pop()
-            box, rows = nodes[i][0], nodes[i][1]
-            if rows.size <= self.max_leaf_size:
+            box, idx, size, logv = nodes[i][0], nodes[i][1], nodes[i][4], nodes[i][5]
+            if size <= self.max_leaf_size:
                 continue
             best, arg = 0.0, None
-            r_parent = -(rows.size ** 2) / math.exp(log_volume(box))
+            v_rest = math.exp(logv)
+            r_parent = -(size ** 2) / v_rest
+            w = weights[idx]
             for j, m in enumerate(box):
                 if int(m).bit_count() < 2:
                     continue
-                col = codes[rows, j]
-                cnt = np.bincount(col, minlength=len(self.categories_[j]))
-                v_rest = math.exp(log_volume(box))
+                cnt = np.bincount(configs[idx, j], weights=w, minlength=len(self.categories_[j]))
                 v_cat = v_rest / int(m).bit_count()
                 for c in range(len(cnt)):
                     if not (int(m) >> c) & 1:
                         continue
-                    nl, nr = int(cnt[c]), rows.size - int(cnt[c])
+                    nl = int(cnt[c])
+                    nr = size - nl
                     if nl < self.min_leaf_size or nr < self.min_leaf_size:
                         continue
                     gain = r_parent + nl ** 2 / v_cat + nr ** 2 / (v_rest - v_cat)
@@ -166,24 +175,25 @@ class CategoricalDET(DensityEstimator):
             j, c = arg
             left_box = box[:j] + (1 << c,) + box[j + 1:]
             right_box = box[:j] + (int(box[j]) & ~(1 << c),) + box[j + 1:]
-            mask = codes[rows, j] == c
-            nodes[i][2], nodes[i][3] = len(nodes), len(nodes) + 1
-            nodes.append([left_box, rows[mask], -1, -1])
-            nodes.append([right_box, rows[~mask], -1, -1])
+            mask = configs[idx, j] == c
+            nl = int(w[mask].sum())
+            nodes[i][2], nodes[i][3], nodes[i][6], nodes[i][7] = len(nodes), len(nodes) + 1, j, c
+            nodes.append([left_box, idx[mask], -1, -1, nl, log_volume(left_box), -1, -1])
+            nodes.append([right_box, idx[~mask], -1, -1, size - nl, log_volume(right_box), -1, -1])
             stack += [len(nodes) - 1, len(nodes) - 2]
-        del n_total
         return nodes
 
     @staticmethod
     def _risk(node: list, n: int) -> float:
-        return -(node[1].size ** 2) / (n * n * math.exp(log_volume(node[0])))
+        return -(node[4] ** 2) / (n * n * math.exp(node[5]))
 
-    def _prune_sequence(self, nodes: list, n: int) -> tuple[list[float], np.ndarray]:
+    def _prune_sequence(self, nodes: list, n: int, deadline: float | None = None) -> tuple[list[float], np.ndarray]:
         """Weakest-link pruning (cost-complexity, as CART and Ram & Gray): the penalties at which subtrees
         collapse, increasing, and for every node the penalty at which it becomes a leaf (inf: never).
 
         Each step collapses the internal node of smallest ``g(t) = (R(t) - R(T_t)) / (|T_t| - 1)`` and
-        updates its ancestors' subtree risks and leaf counts (O(nodes) per step, vectorised)."""
+        updates its ancestors' subtree risks and leaf counts (O(nodes) per step, vectorised).  Stopped by
+        ``deadline``, the sequence so far (the nodes not yet collapsed never are)."""
         m = len(nodes)
         left = np.array([nd[2] for nd in nodes])
         right = np.array([nd[3] for nd in nodes])
@@ -200,6 +210,8 @@ class CategoricalDET(DensityEstimator):
         collapse = np.full(m, np.inf)
         alphas = [0.0]
         while live.any():
+            if deadline is not None and len(alphas) % 64 == 0 and time.perf_counter() >= deadline:
+                break
             with np.errstate(divide="ignore", invalid="ignore"):
                 g = np.where(live, (R - S) / (L - 1), np.inf)
             t = int(np.argmin(g))
@@ -233,8 +245,52 @@ class CategoricalDET(DensityEstimator):
                 stack += [nodes[i][3], nodes[i][2]]
         return out
 
+    @staticmethod
+    def _held_out_terms(nodes: list, collapse: np.ndarray, configs: np.ndarray, test_weights: np.ndarray,
+                        n_train: int, n_test: int, grid: list) -> np.ndarray:
+        """The held-out ISE estimate ``int f**2 - 2 mean_test f`` of the tree pruned at every penalty of
+        ``grid`` (the tree grown on the training fold, ``f = n_l / (n_train V_l)``).
+
+        Every test configuration is sent down the grown tree once; the leaf of a pruned tree is then the
+        highest ancestor already collapsed, found level by level (numpy over the nodes)."""
+        m = len(nodes)
+        left = np.array([nd[2] for nd in nodes])
+        right = np.array([nd[3] for nd in nodes])
+        size = np.array([nd[4] for nd in nodes], dtype=np.float64)
+        vol = np.exp(np.array([nd[5] for nd in nodes]))
+        parent = np.full(m, -1)
+        depth = np.zeros(m, dtype=np.int64)
+        test = np.flatnonzero(test_weights > 0)
+        grown_leaf = np.zeros(test.size, dtype=np.int64)
+        members = {0: np.arange(test.size)}
+        for i in range(m):  # parents come before their children
+            if left[i] >= 0:
+                parent[left[i]] = parent[right[i]] = i
+                depth[left[i]] = depth[right[i]] = depth[i] + 1
+                here = members.pop(i)
+                go_left = configs[test[here], nodes[i][6]] == nodes[i][7]
+                members[left[i]], members[right[i]] = here[go_left], here[~go_left]
+        for i, here in members.items():
+            grown_leaf[here] = i
+        levels = [np.flatnonzero(depth == d) for d in range(1, int(depth.max()) + 1)]
+        dens = size / (n_train * vol)
+        w = test_weights[test].astype(np.float64)
+        out = np.zeros(len(grid))
+        rep = np.arange(m)
+        for g, a in enumerate(grid):
+            rep[:] = np.arange(m)
+            for lev in levels:  # a node in a collapsed subtree belongs to its collapsed ancestor's leaf
+                par = parent[lev]
+                inside = (rep[par] != par) | (collapse[par] <= a)
+                rep[lev] = np.where(inside, rep[par], lev)
+            leaf = (rep == np.arange(m)) & ((left < 0) | (collapse <= a))
+            sq = float(np.sum(dens[leaf] ** 2 * vol[leaf]))
+            out[g] = sq - 2.0 * float(np.dot(w, dens[rep[grown_leaf]])) / n_test
+        return out
+
     def fit(self, X: Any, y: Any = None) -> "CategoricalDET":
-        """Grow, cross-validate the pruning penalty, prune."""
+        """Grow, cross-validate the pruning penalty, prune; each step watches ``time_limit`` (stopped, the
+        tree so far: grown part-way, or pruned at the penalty the folds done so far chose)."""
         self._validate_params()
         if self.min_leaf_size > self.max_leaf_size:
             raise ValueError(f"min_leaf_size must be at most max_leaf_size={self.max_leaf_size}; "
@@ -242,10 +298,12 @@ class CategoricalDET(DensityEstimator):
         clock = self._start_clock()
         codes = self._fit_codes_density(X)
         n = codes.shape[0]
-        nodes = self._grow(codes, n)
-        alphas, collapse = self._prune_sequence(nodes, n)
+        configs, weights, inverse = distinct_configurations(codes, self._q)
+        deadline = clock.deadline
+        nodes = self._grow(configs, weights, deadline)
+        alphas, collapse = self._prune_sequence(nodes, n, deadline)
         alpha = 0.0
-        if self.cv >= 2 and len(alphas) > 1 and n >= self.cv:
+        if self.cv >= 2 and len(alphas) > 1 and n >= self.cv and not clock.expired():
             # geometric midpoints, as in CART's cross-validation
             grid = [math.sqrt(max(a, 1e-300) * max(b, 1e-300)) if a > 0 else 0.0
                     for a, b in zip(alphas, alphas[1:] + [alphas[-1] * 2 + 1e-12])]
@@ -254,28 +312,25 @@ class CategoricalDET(DensityEstimator):
             loss = np.zeros(len(grid))
             rs = self.random_state
             folds = KFold(self.cv, shuffle=True, random_state=rs if isinstance(rs, numbers.Integral) else 0)
+            D = configs.shape[0]
             for tr, te in folds.split(codes):
                 if clock.expired():
                     break
-                sub = self._grow(codes[tr], tr.size)
-                _, sub_collapse = self._prune_sequence(sub, tr.size)
-                for g, a in enumerate(grid):
-                    leaves = self._leaves(sub, sub_collapse, a)
-                    dens = [sub[i][1].size / (tr.size * math.exp(log_volume(sub[i][0]))) for i in leaves]
-                    sq = sum(d * d * math.exp(log_volume(sub[i][0])) for d, i in zip(dens, leaves))
-                    boxes = np.array([sub[i][0] for i in leaves], dtype=np.uint64)
-                    from . import _kernels as K
-
-                    which = K.first_match(codes[te], boxes)
-                    loss[g] += sq - 2.0 * float(np.mean(np.asarray(dens)[which]))
+                sub = self._grow(configs, np.bincount(inverse[tr], minlength=D), deadline)
+                _, sub_collapse = self._prune_sequence(sub, tr.size, deadline)
+                if clock.expired():
+                    break  # a fold cut short would bias the estimate: only whole folds count
+                loss += self._held_out_terms(sub, sub_collapse, configs, np.bincount(inverse[te], minlength=D),
+                                             tr.size, te.size, grid)
             alpha = grid[int(np.argmin(loss))]
         leaves = self._leaves(nodes, collapse, alpha)
         boxes = [nodes[i][0] for i in leaves]
-        counts = np.array([nodes[i][1].size for i in leaves], dtype=np.float64)
-        logv = np.array([log_volume(b) for b in boxes])
+        counts = np.array([nodes[i][4] for i in leaves], dtype=np.float64)
+        logv = np.array([nodes[i][5] for i in leaves])
         self._set_leaves(boxes, counts, logv, n, "mle", 0.0)
         self.ccp_alpha_ = float(alpha)
         self.fit_time_ = clock.elapsed()
-        self._set_stop("completed" if not clock.expired() else "time_limit")
+        self._set_stop("completed" if not clock.expired() else "time_limit",
+                       f"returning the tree so far ({self.n_leaves_} leaves, pruning penalty {alpha:.3g})")
         return self
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from . import _kernels as K
 from .posterior import leaf_sparse_constant
+from .space import distinct_configurations
 
 __all__ = ["DensityNode", "ExactResult", "LagrangeResult", "exact_size", "solve_exact", "region_tables",
            "leaf_sparse_lagrangian"]
@@ -113,20 +114,34 @@ def _box_sums(codes: np.ndarray, q: np.ndarray, weights: np.ndarray | float) -> 
     return np.ascontiguousarray(T).ravel()
 
 
-def histogram_log_likelihood(codes: np.ndarray, q: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _configs(codes: np.ndarray, q: np.ndarray, config_counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct configurations, their counts)``: ``codes`` itself when ``config_counts`` is given (the
+    caller already counted, :func:`.space.distinct_configurations`), else counted here."""
+    if config_counts is not None:
+        return codes, np.asarray(config_counts)
+    configs, counts, _ = distinct_configurations(codes, q)
+    return configs, counts
+
+
+def histogram_log_likelihood(codes: np.ndarray, q: np.ndarray, counts: np.ndarray,
+                             config_counts: np.ndarray | None = None) -> np.ndarray:
     """``H(R) = sum_{x in R} n_x log(n_x / n_R)`` for every box ``R`` (the log-likelihood of the
-    histogram of the box's rows, the largest any pmf on ``R`` gives them; 0 for an empty box)."""
-    _, inv, cnt = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    nlogn = _box_sums(codes, np.asarray(q, dtype=np.int64), np.log(cnt[inv.ravel()].astype(np.float64)))
+    histogram of the box's rows, the largest any pmf on ``R`` gives them; 0 for an empty box).
+    ``config_counts``: ``codes`` are distinct configurations with these counts."""
+    configs, cnt = _configs(codes, q, config_counts)
+    cnt = cnt.astype(np.float64)
+    nlogn = _box_sums(configs, np.asarray(q, dtype=np.int64), cnt * np.log(cnt))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(counts > 0, nlogn - counts * np.log(counts), 0.0)
 
 
-def region_tables(codes: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Counts, log volumes, volumes (capped), strides and the processing order of every box."""
+def region_tables(codes: np.ndarray, q: np.ndarray,
+                  config_counts: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Counts, log volumes, volumes (capped), strides and the processing order of every box
+    (``config_counts``: ``codes`` are distinct configurations with these counts)."""
     q = np.asarray(q, dtype=np.int64)
     dims = tuple(int(1 << int(x)) for x in q)
-    counts = _box_sums(codes, q, 1.0)
+    counts = _box_sums(codes, q, 1.0 if config_counts is None else np.asarray(config_counts, dtype=np.float64))
     pc = [np.array([bin(m).count("1") for m in range(d)], dtype=np.int64) for d in dims]
     logv = np.zeros(1, dtype=np.float64)
     vol = np.ones(1, dtype=np.int64)
@@ -161,7 +176,8 @@ def _run_chunks(fn, order: np.ndarray, deadline: float | None, chunk: int = 4096
 
 def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha: float,
                 max_leaves: int | None, deadline: float | None = None,
-                memory_limit: float | None = None, lower: float | None = None) -> ExactResult | None:
+                memory_limit: float | None = None, lower: float | None = None,
+                config_counts: np.ndarray | None = None) -> ExactResult | None:
     """The MAP tree of Method I (``method="leaf"``) or II (``"branch"``), or None when the clock
     (``deadline``, a ``time.perf_counter()`` value) or ``memory_limit`` (MiB) stops it.
 
@@ -169,7 +185,8 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
     is over all trees.  Method I first bounds every number of leaves by Lagrangian relaxation
     (:func:`leaf_sparse_lagrangian`; ``lower``, the log posterior of a known tree, helps it): when
     that certifies its own tree no ``k`` table is built; else the knapsack programme runs capped at the
-    most leaves the bound leaves open.
+    most leaves the bound leaves open.  With ``config_counts``, ``codes`` are the distinct configurations
+    of the data and these their counts (:func:`.space.distinct_configurations`; the same answer, faster).
     """
     t0 = time.perf_counter()
     q = np.asarray(q, dtype=np.int64)
@@ -178,8 +195,8 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
     n_regions, need = exact_size(q, method, 1 if method == "leaf" else k_cap)
     if memory_limit is not None and need > memory_limit * 2**20:
         return None
-    counts, logv, vol, strides, order = region_tables(codes, q)
-    n = float(codes.shape[0])
+    counts, logv, vol, strides, order = region_tables(codes, q, config_counts)
+    n = float(codes.shape[0] if config_counts is None else np.sum(config_counts))
     root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
     if method == "leaf":
         lag = leaf_sparse_lagrangian((counts, logv, vol, strides, order), q, n, lam, alpha, k_cap, deadline)
@@ -234,7 +251,7 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
     from scipy.special import gammaln
 
     lg = gammaln(counts + alpha)
-    hist = histogram_log_likelihood(codes, q, counts)
+    hist = histogram_log_likelihood(codes, q, counts, config_counts)
     done = _run_chunks(lambda a, b: K.branch_sparse_dp(order, a, b, counts, logv, lg, hist, strides, q, float(lam),
                                                         float(alpha), best, choice_j, choice_b),
                        order, deadline)
@@ -402,21 +419,23 @@ def _merge_chains(node: DensityNode) -> DensityNode:
     return node
 
 
-def branch_sparse_upper_bound(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float) -> float:
+def branch_sparse_upper_bound(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float,
+                              config_counts: np.ndarray | None = None) -> float:
     """An upper bound on LP_II over every tree (Method II, any ``alpha``): the root as a leaf scores
     ``-lam - n log |X|``; a tree with a split has at least 3 nodes (``-lam + log lam`` each, one
     ``-log lam`` overall), a ``-lgamma(b + 1) <= -log 2`` term, and Dirichlet and volume terms whose sum
     is the log of a Bayesian marginal likelihood of the rows, at most the histogram's
     ``H = sum_x n_x log(n_x / n)`` (:func:`._kernels.branch_sparse_dp` uses the same bound box by box)."""
-    n = codes.shape[0]
-    _, counts = np.unique(codes, axis=0, return_counts=True)
+    _, counts = _configs(codes, q, config_counts)
+    n = int(np.sum(counts))
     H = float(np.sum(counts * np.log(counts / n)))
     node = -lam + math.log(lam)
     leaf = -lam - n * float(np.sum(np.log(np.asarray(q, dtype=np.float64))))
     return max(leaf, 3 * node - math.log(2.0) + H - math.log(lam))
 
 
-def leaf_sparse_upper_bound(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float) -> float:
+def leaf_sparse_upper_bound(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float,
+                            config_counts: np.ndarray | None = None) -> float:
     """An upper bound on LP_I over every tree (Method I, any number of leaves), for ``alpha >= 1``
     (NaN otherwise): with an annealing answer it gives a finite optimality gap where the exact solver
     does not run.
@@ -441,31 +460,36 @@ def leaf_sparse_upper_bound(codes: np.ndarray, q: np.ndarray, lam: float, alpha:
     """
     if alpha < 1.0:
         return math.nan
-    return float(np.max(leaf_sparse_bound_by_k(codes, q, lam, alpha)))
+    return float(np.max(leaf_sparse_bound_by_k(codes, q, lam, alpha, config_counts=config_counts)))
 
 
 def leaf_sparse_bound_by_k(codes: np.ndarray, q: np.ndarray, lam: float, alpha: float,
-                           above: float | None = None) -> np.ndarray:
+                           above: float | None = None, config_counts: np.ndarray | None = None) -> np.ndarray:
     """``UB(K)`` for ``K = 1, 2, ...`` (:func:`leaf_sparse_upper_bound`'s step 3, ``alpha >= 1``): up to
     ``max(D, ceil(lam))`` leaves, and further while ``UB(K) >= above`` (then ``UB`` only decreases, step
-    4), so every ``K`` past the array has ``UB(K) < above``: no tree with that many leaves beats ``above``."""
-    n = codes.shape[0]
-    _, counts = np.unique(codes, axis=0, return_counts=True)
+    4), so every ``K`` past the array has ``UB(K) < above``: no tree with that many leaves beats ``above``.
+    With ``config_counts``, ``codes`` are the distinct configurations and these their counts."""
+    from scipy.special import gammaln
+
+    _, counts = _configs(codes, q, config_counts)
+    n = int(np.sum(counts))
+    counts = counts.astype(np.float64)
     H = float(np.sum(counts * np.log(counts)))
     D = len(counts)
     dom = math.exp(float(np.sum(np.log(np.asarray(q, dtype=np.float64)))))
-    k_easy = min(dom, max(D, math.ceil(lam)))
+    k_easy = int(min(dom, max(D, math.ceil(lam))))
     la = math.lgamma(alpha)
 
-    def g(m: float) -> float:
-        return math.lgamma(m + alpha) - la - m * math.log(m)
+    def c(k: np.ndarray) -> np.ndarray:  # leaf_sparse_constant, vectorised
+        return -lam + k * math.log(lam) - gammaln(k + 1.0) + gammaln(k * alpha) - gammaln(n + k * alpha)
 
-    best_j = -math.inf
-    out = []
-    k = 1
-    while k <= dom and (k <= k_easy or (above is not None and out[-1] >= above)):
-        if k <= D:
-            best_j = max(best_j, k * g(n / k))
-        out.append(leaf_sparse_constant(k, n, lam, alpha) + H + best_j)
+    kd = np.arange(1, min(k_easy, D) + 1, dtype=np.float64)
+    best_j = np.maximum.accumulate(kd * (gammaln(n / kd + alpha) - la - (n / kd) * np.log(n / kd)))
+    ks = np.arange(1, k_easy + 1, dtype=np.float64)
+    best_k = np.concatenate([best_j, np.full(k_easy - kd.size, best_j[-1])])
+    out = list(c(ks) + H + best_k)
+    k = k_easy + 1
+    while k <= dom and above is not None and out[-1] >= above:  # beyond D the inner maximum is constant
+        out.append(leaf_sparse_constant(k, n, lam, alpha) + H + float(best_j[-1]))
         k += 1
     return np.array(out)

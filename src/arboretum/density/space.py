@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import data as _data
 
-__all__ = ["CategoricalSpace", "MAX_CATEGORIES"]
+__all__ = ["CategoricalSpace", "MAX_CATEGORIES", "distinct_configurations"]
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -227,6 +227,31 @@ class CategoricalSpace:
         s.log_domain_size_ = float(np.sum(np.log(s.q_)))
         s.observed_ = False
         return s
+
+
+def distinct_configurations(codes: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``codes`` (sorted as ``np.unique(codes, axis=0)``), how often each occurs and
+    the index of every row's configuration: ``(configs, counts, inverse)``, ``configs[inverse] == codes``.
+
+    The density models' likelihoods depend on the rows only through these counts, so a fit computes them
+    once.  Rows are packed into one integer key (mixed radix over ``q``, the first column most significant)
+    when the domain fits 62 bits, a 1-D ``np.unique`` ten times faster than the row-wise one."""
+    codes = np.asarray(codes, dtype=np.int64)
+    q = np.asarray(q, dtype=np.int64)
+    n, p = codes.shape
+    if n == 0 or p == 0 or float(np.sum(np.log2(np.maximum(q, 1)))) >= 62:
+        configs, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        return configs, counts, inverse.ravel()
+    key = np.zeros(n, dtype=np.int64)
+    for j in range(p):
+        key = key * q[j] + codes[:, j]
+    keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    configs = np.empty((keys.shape[0], p), dtype=np.int64)
+    rest = keys.copy()
+    for j in range(p - 1, -1, -1):
+        configs[:, j] = rest % q[j]
+        rest //= q[j]
+    return configs, counts, inverse.ravel()
 
 
 def _sort_key(v: Any) -> tuple:

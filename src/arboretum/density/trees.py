@@ -18,6 +18,7 @@ from .base import DENSITY_CONSTRAINTS, DensityEstimator, log_volume
 from .exact import (DensityNode, branch_sparse_upper_bound, exact_size, leaf_sparse_bound_by_k,
                     leaf_sparse_upper_bound, solve_exact)
 from .posterior import log_posterior_branch_sparse, log_posterior_leaf_sparse
+from .space import distinct_configurations
 
 __all__ = ["LeafSparseDensityTree", "BranchSparseDensityTree"]
 
@@ -89,7 +90,9 @@ class _DensityTree(DensityEstimator):
         clock = self._start_clock()
         codes = self._fit_codes_density(X)
         q = self._q
-        n = codes.shape[0]
+        # the likelihoods see the rows only through the distinct configurations and their counts: count once
+        configs, weights, _ = distinct_configurations(codes, q)
+        data = (configs, weights)
         lam, alpha = float(self.lam), float(self.alpha)
         max_leaves = self.max_leaves if self._method == "leaf" else None
         n_boxes, need = exact_size(q, self._method, 1)  # Method I: the k table is sized after the bound
@@ -101,7 +104,8 @@ class _DensityTree(DensityEstimator):
         partial, upper = None, math.inf  # Method I's anytime answer when the knapsack cannot run
         if try_exact:
             share = clock.share_end(1.0 if self.solver == "exact" else 0.5)
-            ex = solve_exact(codes, q, self._method, lam, alpha, max_leaves, share, self.memory_limit)
+            ex = solve_exact(configs, q, self._method, lam, alpha, max_leaves, share, self.memory_limit,
+                             config_counts=weights)
             if ex is not None and ex.optimal:
                 root, lp, self.optimal_ = ex.root, ex.log_posterior, True
                 result = (root, lp)
@@ -122,44 +126,53 @@ class _DensityTree(DensityEstimator):
                 reason = "time_limit"
         root, lp = result
         if self._method == "leaf" and not self.optimal_ and self.solver != "anneal" and alpha >= 1:
-            bounded = self._bounded_exact(codes, q, lam, alpha, lp, clock)
+            bounded = self._bounded_exact(data, q, lam, alpha, lp, clock)
             if bounded is not None:
                 root, lp = bounded
                 self.optimal_ = True
                 reason = "completed"
-        self._set_tree(root, codes, lam, alpha)
+        self._set_tree(root, data, lam, alpha)
         self.log_posterior_ = float(lp)
-        self.gap_ = 0.0 if self.optimal_ else self._gap(codes, q, lam, alpha, upper)
+        self.gap_ = 0.0 if self.optimal_ else self._gap(data, q, lam, alpha, upper)
         self.fit_time_ = clock.elapsed()
         self._set_stop(reason, f"returning the best tree found ({self.n_leaves_} leaves, log posterior "
                                f"{self.log_posterior_:.4f}), not certified")
         return self
 
-    def _bounded_exact(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float, lp: float,
+    def _bounded_exact(self, data: tuple, q: np.ndarray, lam: float, alpha: float, lp: float,
                        clock: Any) -> tuple | None:
         """Method I beyond the plain exact solver's reach: the upper bound by number of leaves
         (:func:`.exact.leaf_sparse_bound_by_k`) says no tree of more than ``k`` leaves beats the annealing
         answer ``lp``; the dynamic programme over trees of at most ``k`` leaves (memory ~ boxes x k) then
-        finds the MAP.  None when the domain, ``memory_limit`` or the clock does not allow it."""
-        ub = leaf_sparse_bound_by_k(codes, q, lam, alpha, above=lp - 1e-9)
+        finds the MAP.  None when the domain, ``memory_limit`` or the clock does not allow it (nothing
+        runs once the deadline has passed).  ``data``: the distinct configurations and their counts."""
+        if clock.expired():
+            return None
+        configs, weights = data
+        ub = leaf_sparse_bound_by_k(configs, q, lam, alpha, above=lp - 1e-9, config_counts=weights)
         k = int(np.flatnonzero(ub >= lp - 1e-9).max()) + 1 if np.any(ub >= lp - 1e-9) else 1
         n_boxes, need = exact_size(q, "leaf", k)
         if n_boxes > BOUNDED_MAX_BOXES or clock.expired() or (
                 self.memory_limit is not None and need > self.memory_limit * 2**20):
             return None
-        ex = solve_exact(codes, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit, lower=lp)
+        ex = solve_exact(configs, q, "leaf", lam, alpha, k, clock.deadline, self.memory_limit, lower=lp,
+                         config_counts=weights)
         if ex is None:
             return None
         return (ex.root, ex.log_posterior) if ex.log_posterior >= lp - 1e-9 * max(1.0, abs(lp)) else None
 
-    def _gap(self, codes: np.ndarray, q: np.ndarray, lam: float, alpha: float, upper: float = math.inf) -> float:
+    def _gap(self, data: tuple, q: np.ndarray, lam: float, alpha: float, upper: float = math.inf) -> float:
         """``upper bound - log_posterior_``: Method I the least of ``upper`` (the Lagrangian bound) and
         :func:`.exact.leaf_sparse_upper_bound` (``alpha >= 1``); Method II :func:`.exact.branch_sparse_upper_bound`.
-        0 when the bound meets the answer (then ``optimal_`` is True)."""
+        0 when the bound meets the answer (then ``optimal_`` is True).  The closed-form bounds read only
+        the counts of the distinct configurations (``data``), O(their number) vectorised, so they run
+        even past the deadline (milliseconds; the rows were counted once before the search)."""
+        configs, weights = data
         if self._method == "leaf":
-            ub = min(upper, leaf_sparse_upper_bound(codes, q, lam, alpha) if alpha >= 1 else math.inf)
+            ub = min(upper, leaf_sparse_upper_bound(configs, q, lam, alpha, config_counts=weights)
+                     if alpha >= 1 else math.inf)
         else:
-            ub = branch_sparse_upper_bound(codes, q, lam, alpha)
+            ub = branch_sparse_upper_bound(configs, q, lam, alpha, config_counts=weights)
         if not math.isfinite(ub):
             return math.nan
         gap = max(ub - self.log_posterior_, 0.0)
@@ -167,7 +180,7 @@ class _DensityTree(DensityEstimator):
             self.optimal_, gap = True, 0.0
         return gap
 
-    def _set_tree(self, root: DensityNode, codes: np.ndarray, lam: float, alpha: float) -> None:
+    def _set_tree(self, root: DensityNode, data: tuple, lam: float, alpha: float) -> None:
         nodes, parent = [], []
 
         def walk(node: DensityNode, par: int) -> None:
@@ -180,7 +193,9 @@ class _DensityTree(DensityEstimator):
         walk(root, -1)
         boxes = np.array([n.box for n in nodes], dtype=np.uint64)
         leaves = [i for i, nd in enumerate(nodes) if not nd.children]
-        leaf_counts = np.bincount(K.first_match(codes, boxes[leaves]), minlength=len(leaves)).astype(np.float64)
+        configs, weights = data
+        leaf_counts = np.bincount(K.first_match(configs, boxes[leaves]), weights=weights.astype(np.float64),
+                                  minlength=len(leaves))
         counts = np.zeros(len(nodes))
         for li, i in enumerate(leaves):
             counts[i] = leaf_counts[li]
@@ -191,7 +206,8 @@ class _DensityTree(DensityEstimator):
         self.node_boxes_ = boxes
         self.node_counts_ = counts
         logv = np.array([log_volume(nodes[i].box) for i in leaves])
-        self._set_leaves([nodes[i].box for i in leaves], leaf_counts, logv, codes.shape[0], self.density, alpha)
+        self._set_leaves([nodes[i].box for i in leaves], leaf_counts, logv, int(weights.sum()), self.density,
+                         alpha)
 
     def log_posterior_of_leaves(self) -> float:
         """The objective recomputed from scratch from the fitted leaves (and, Method II, internal nodes)."""
