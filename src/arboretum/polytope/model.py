@@ -30,9 +30,10 @@ RHO_MIN = math.log(1e-8)
 #: Refinement follows a sample down a branch only while its path probability exceeds this (spec §6.1's
 #: path pruning): a branch that the gate clamp closes carries no gradient and at most GATE_EPS of a sample.
 PATH_CUT = GATE_EPS
-#: A level of F stumps on D features computes every node's experts for every sample (one dense
-#: product, each sample keeping its node's) while F (D+1) is at most this; beyond, a sparse product.
-DENSE_LEVEL = 256
+#: A level of at most this many stumps computes every node's experts for every sample (one dense
+#: product, each sample keeping its node's: cheap in BLAS while F is small, whatever D); beyond, a
+#: sparse product computes each sample's own node's experts only.
+DENSE_LEVEL = 8
 
 
 # ---------------------------------------------------------------------------
@@ -94,12 +95,12 @@ def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho:
 
     ``B`` is (F, R, K, D+1): R restarts of a stump for each of the F frontier nodes; sample ``i`` of
     the batch reaches node ``node[i]`` and only that node's stumps see it.  With few nodes one
-    matrix product computes every node's experts and each sample keeps its node's (few narrow nodes:
-    ``F (D+1) <= DENSE_LEVEL``); otherwise one sparse product computes only each sample's node's
+    matrix product computes every node's experts and each sample keeps its node's (``F <= DENSE_LEVEL``);
+    otherwise one sparse product computes only each sample's node's
     experts (:func:`block_product`).
     """
     F_, R, K, D1 = B.shape
-    if F_ * D1 <= DENSE_LEVEL:
+    if F_ <= DENSE_LEVEL:
         Z = (Xt @ B.reshape(F_ * R * K, D1).T).reshape(-1, F_, R, K)
         Z = Z[torch.arange(Xt.shape[0], device=Xt.device), node]
     else:
