@@ -87,10 +87,11 @@ def digits(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     return Xa, ya, Xb, yb
 
 
-def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None):
+def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None, with_valid: bool = False):
     """Bace or HIV as 2048-bit ECFP4 (RDKit Morgan, radius 2) with a deterministic scaffold split
     (MoleculeNet's rule: Bemis-Murcko scaffold sets, largest first, fill 80% train, 10% valid,
-    10% test; train and valid are merged here for the final fit)."""
+    10% test).  Returns (train, test) with train and valid merged, or (train, valid, test) with
+    ``with_valid``."""
     import pandas as pd
     from rdkit import Chem, RDLogger
     from rdkit.Chem import AllChem
@@ -124,11 +125,19 @@ def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None
     for i, g in enumerate(groups):
         sets.setdefault(int(g), []).append(i)
     order = sorted(sets.values(), key=lambda s: (len(s), s[0]), reverse=True)
-    train, test = [], []
-    cut = 0.9 * len(y)
-    for s in order:
-        (train if len(train) + len(s) <= cut else test).extend(s)
-    train, test = np.array(sorted(train)), np.array(sorted(test))
+    train, valid, test = [], [], []
+    for s in order:  # DeepChem's ScaffoldSplitter (MoleculeNet, used by LCN and hence the paper): 80/10/10
+        if len(train) + len(s) <= 0.8 * len(y):
+            train.extend(s)
+        elif len(train) + len(valid) + len(s) <= 0.9 * len(y):
+            valid.extend(s)
+        else:
+            test.extend(s)
+    train, valid, test = (np.array(sorted(a), dtype=np.int64) for a in (train, valid, test))
+    if with_valid:
+        return (X[train].astype(np.float64), y[train], X[valid].astype(np.float64), y[valid],
+                X[test].astype(np.float64), y[test])
+    train = np.union1d(train, valid)
     return X[train].astype(np.float64), y[train], X[test].astype(np.float64), y[test]
 
 
@@ -141,6 +150,52 @@ def cpt(depth: int, seed: int, **kw: Any):
     from arboretum import ConvexPolytopeTreeClassifier
 
     return ConvexPolytopeTreeClassifier(max_depth=depth, random_state=seed, time_limit=None, **kw)
+
+
+class SelectThenRefit:
+    """The paper's protocol (spec §3.7, §4.1): choose the depth (up to ``max_depth``) and greedy or
+    refined tree on a validation share of the training data (``validation_fraction``), then fit that
+    choice again on all the training data (train and validation merged, as the reference code does
+    for its final run).  ``fit_s`` counts both fits."""
+
+    def __init__(self, depth: int, seed: int, validation_fraction: float, **kw: Any) -> None:
+        self.depth, self.seed, self.fraction, self.kw = depth, seed, validation_fraction, kw
+
+    def fit(self, X, y):
+        probe = cpt(self.depth, self.seed, validation_fraction=self.fraction, **self.kw).fit(X, y)
+        self.best_depth_, self.refined_choice_ = probe.best_depth_, bool(probe.refined_)
+        self.validation_scores_ = probe.validation_scores_
+        self.final_ = cpt(self.best_depth_, self.seed, **{**self.kw, "refine": self.refined_choice_}).fit(X, y)
+        for name in ("classes_", "tree_", "n_facets_", "epoch_history_", "refined_"):
+            setattr(self, name, getattr(self.final_, name))
+        self.epoch_history_ = {k: probe.epoch_history_[k] + v for k, v in self.final_.epoch_history_.items()}
+        return self
+
+    def predict_proba(self, X):
+        return self.final_.predict_proba(X)
+
+    def apply(self, X):
+        return self.final_.apply(X)
+
+
+class WithValidation:
+    """A CPT fitted with given validation rows (``fit(X, y, X_val=..., y_val=...)``: depth and greedy or
+    refined tree chosen on them, spec §3.7), e.g. MoleculeNet's scaffold validation split."""
+
+    def __init__(self, est: Any, X_val: np.ndarray, y_val: np.ndarray) -> None:
+        self.est, self.X_val, self.y_val = est, X_val, y_val
+
+    def fit(self, X, y):
+        self.est.fit(X, y, X_val=self.X_val, y_val=self.y_val)
+        for name in ("classes_", "tree_", "n_facets_", "epoch_history_", "refined_", "best_depth_"):
+            setattr(self, name, getattr(self.est, name))
+        return self
+
+    def predict_proba(self, X):
+        return self.est.predict_proba(X)
+
+    def apply(self, X):
+        return self.est.apply(X)
 
 
 def cart(depth: int, seed: int):
@@ -212,6 +267,8 @@ def evaluate(make: Callable[[], Any], Xtr, ytr, Xte, yte, binary_auc: bool) -> d
         row["epochs"] = len(est.epoch_history_["epoch"])
         row["epochs_per_s"] = row["epochs"] / wall
         row["refined"] = bool(est.refined_)
+    if hasattr(est, "best_depth_"):
+        row["selected_depth"] = int(est.best_depth_)
     return row
 
 

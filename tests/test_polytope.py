@@ -11,6 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from sklearn.metrics import roc_auc_score
 
 import arboretum
 from arboretum import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor, ModelFormatError, Tree
@@ -296,9 +297,11 @@ def test_closed_form_leaf_gradients():
     np.testing.assert_allclose(pi.grad[:, 0].numpy(), ((y[:, None] - mu) ** 2).numpy(), rtol=1e-10)
 
 
-def test_level_stumps_see_only_their_own_samples():
-    """A level's stumps (gathered experts for many nodes, one product for few) equal each node's own stump,
-    and the level objective is the sum of the nodes' objectives on their own samples."""
+@pytest.mark.parametrize("dense_level", [0, 10**6])
+def test_level_stumps_see_only_their_own_samples(monkeypatch, dense_level):
+    """A level's stumps (a sparse product for many nodes, one dense product for few) equal each node's own
+    stump, and the level objective is the sum of the nodes' objectives on their own samples."""
+    monkeypatch.setattr(model, "DENSE_LEVEL", dense_level)
     gen = torch.Generator().manual_seed(2)
     n, F_, R, K, D = 60, 10, 2, 3, 4
     Xt = torch.cat([torch.ones(n, 1, dtype=D64), torch.randn((n, D), generator=gen, dtype=D64)], 1)
@@ -317,6 +320,50 @@ def test_level_stumps_see_only_their_own_samples():
     y = torch.randn(n, generator=gen, dtype=D64)
     per_node = sum(model.variance_loss(many[node == f], y[node == f]) * (node == f).sum() for f in range(F_))
     np.testing.assert_allclose(model.grouped_variance(many, y, node, F_).numpy(), (per_node / n).numpy(), rtol=1e-10)
+
+
+def test_block_product_and_its_gradient():
+    gen = torch.Generator().manual_seed(5)
+    rows = torch.randn((12, 3), generator=gen, dtype=D64)
+    block = torch.tensor([3, 0, 3, 1, 0, 3, 3, 1, 0, 0, 1, 3])  # block 2 is empty
+    W = torch.randn((4 * 3, 2), generator=gen, dtype=D64).requires_grad_(True)
+    direct = torch.einsum("pd,pdk->pk", rows, W.reshape(4, 3, 2)[block])
+    np.testing.assert_allclose(model.block_product(rows, block, W).detach().numpy(), direct.detach().numpy(),
+                               rtol=1e-12)
+    assert torch.autograd.gradcheck(lambda W: model.block_product(rows, block, W), (W,), eps=1e-6, atol=1e-8)
+
+
+def depth3_children():
+    """(left, right) children of the heap-ordered depth-3 tree of :func:`depth3_paths` (leaves as -1 - l)."""
+    kids = [[2 * m + 1, 2 * m + 2] for m in range(7)]
+    return torch.tensor([[c if c < 7 else -1 - (c - 7) for c in pair] for pair in kids])
+
+
+def test_path_pruned_tree_objective_equals_the_dense_one():
+    """Refinement's pruned forward: with no cut it is the dense soft tree (values and gradients); with the
+    default cut the objective moves by at most the mass of the dropped branches."""
+    gen = torch.Generator().manual_seed(3)
+    right, left = depth3_paths()
+    Xt = torch.cat([torch.ones(40, 1, dtype=D64), torch.randn((40, 3), generator=gen, dtype=D64)], 1)
+    Y = torch.nn.functional.one_hot(torch.randint(0, 3, (40,), generator=gen), 3).to(D64)
+    y = torch.randn(40, generator=gen, dtype=D64)
+    B = (3 * torch.randn((1, 7, 4, 4), generator=gen, dtype=D64)).requires_grad_(True)
+    rho = (0.3 * torch.randn((1, 7, 4), generator=gen, dtype=D64)).requires_grad_(True)
+    t = (3 + torch.randn((1, 7), generator=gen, dtype=D64)).requires_grad_(True)
+    tau, mask = torch.full((1, 7), 4.0, dtype=D64), torch.ones((1, 7, 4), dtype=D64)
+    pi = torch.exp(model.leaf_log_probs(model.gate(model.intensity(Xt, B, rho, mask), t, tau), right, left))
+    for cut in (0.0, model.PATH_CUT):
+        samp, leaf, p = model.pruned_leaf_probs(Xt, B[0], rho[0], t[0], tau[0], mask[0], depth3_children(), cut)
+        for dense, pruned in ((model.entropy_loss(pi, Y), model.pair_entropy(samp, leaf, p, Y, 8, 40)),
+                              (model.variance_loss(pi, y), model.pair_variance(samp, leaf, p, y, 8, 40))):
+            if cut == 0.0:
+                np.testing.assert_allclose(pruned.detach().numpy(), dense.detach().numpy(), rtol=1e-12)
+                for a, b in zip(torch.autograd.grad(dense.sum(), (B, rho, t), retain_graph=True),
+                                torch.autograd.grad(pruned.sum(), (B, rho, t), retain_graph=True)):
+                    np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-9, atol=1e-12)
+            else:
+                assert samp.numel() < 40 * 8  # something was dropped
+                assert abs(float(pruned.detach() - dense.detach())) < 1e-3
 
 
 def test_raw_committee_is_the_standardised_one():
@@ -413,6 +460,42 @@ def test_prior_switch_and_pruned_experts():
     assert not np.array_equal(with_prior.tree_.polytopes[0]["coefs"], without.tree_.polytopes[0]["coefs"])
     r = with_prior.tree_.polytopes[0]["r"]
     assert np.all(r >= 1e-3 * r.max())  # negligible experts were pruned
+
+
+def test_validation_selects_the_depth_and_the_refined_tree():
+    """spec §3.7: greedy trees of every depth and the refined tree scored on held-out rows; the best kept."""
+    X, y = ring(500, 1)
+    clf = quick(max_depth=3, epochs=20, validation_fraction=0.3).fit(X, y)
+    scores = clf.validation_scores_
+    assert scores["depth"] == list(range(len(scores["greedy"]))) and len(scores["greedy"]) >= 2
+    assert clf.best_depth_ == int(np.argmax(scores["greedy"]))
+    assert clf.tree_.max_depth <= clf.best_depth_
+    assert clf.refined_ == (scores["refined"] > scores["greedy"][clf.best_depth_])
+    # the training rows were the 70% not held out
+    assert clf.tree_.counts[0].sum() == 350
+    Xv, yv = ring(300, 2)
+    given = quick(max_depth=2, epochs=20, validation_fraction=0.9).fit(X, y, X_val=Xv, y_val=yv)
+    assert given.tree_.counts[0].sum() == 500  # X_val replaces validation_fraction
+    kept = given.validation_scores_["refined"] if given.refined_ else given.validation_scores_["greedy"][given.best_depth_]
+    assert kept == pytest.approx(roc_auc_score(yv, given.predict_proba(Xv)[:, 1]))  # two classes: AUC
+    reg = ConvexPolytopeTreeRegressor(max_depth=1, epochs=10, refine=False, n_restarts=1, max_facets=4,
+                                      random_state=0, time_limit=None).fit(X, np.hypot(*X.T), X_val=Xv,
+                                                                           y_val=np.hypot(*Xv.T))
+    assert reg.validation_scores_["greedy"][reg.best_depth_] == pytest.approx(
+        -np.mean((reg.predict(Xv) - np.hypot(*Xv.T)) ** 2))
+    with pytest.raises(ValueError, match="both X_val and y_val"):
+        quick().fit(X, y, X_val=Xv)
+    with pytest.raises(ValueError, match="labels that y does not"):
+        quick().fit(X, y, X_val=Xv, y_val=yv + 5)
+
+
+def test_global_scaling_splits_on_the_raw_columns():
+    X, y = ring(400, 3)
+    X = X * np.array([1.0, 50.0]) + np.array([0.0, 7.0])
+    clf = quick(max_depth=1, epochs=40, scaling="global").fit(X, y)
+    lam = polytope_intensity(clf.tree_.polytopes[0], X)
+    assert np.array_equal(clf.apply(X) == clf.tree_.children_left[0], lam <= clf.tree_.threshold[0])
+    assert clf.score(X, y) > 0.6
 
 
 def test_regressor_fits_a_disc_step():

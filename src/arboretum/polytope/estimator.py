@@ -9,6 +9,7 @@ prints, plots and saves with NumPy alone.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import os
@@ -57,6 +58,8 @@ _OWN: dict = {
     "min_samples_split": [Interval(numbers.Integral, 2, None)],
     "min_samples_leaf": [Interval(numbers.Integral, 1, None)],
     "device": [Options(("cpu", "cuda", "auto"))],
+    "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither"), None],
+    "scaling": [Options(("feature", "global"))],
 }
 
 
@@ -82,6 +85,29 @@ class _Node:
         self.committee: dict | None = None  # on the raw columns (POLYTOPE split of Tree)
 
 
+def _children(nodes: list[_Node], internal: list[int], leaves: list[int]) -> np.ndarray:
+    """(M, 2) (left, right) child of every internal node, as an internal index or ``-1 - leaf``."""
+    pos = {i: m for m, i in enumerate(internal)} | {i: -1 - l for l, i in enumerate(leaves)}
+    return np.array([[pos[nodes[i].left], pos[nodes[i].right]] for i in internal], dtype=np.int64)
+
+
+def _truncate(nodes: list[_Node], depth: int) -> list[_Node]:
+    """The grown tree cut at ``depth`` (its nodes there become leaves), in breadth-first order."""
+    out: list[_Node] = []
+    queue = [0]
+    while queue:
+        i = queue.pop(0)
+        new = copy.copy(nodes[i])
+        out.append(new)
+        if new.committee is None or new.depth >= depth:
+            new.committee, new.left, new.right = None, -1, -1
+            continue
+        slot = len(out) + len(queue)  # the children's future positions
+        new.left, new.right = slot, slot + 1
+        queue += [nodes[i].left, nodes[i].right]
+    return out
+
+
 class _ConvexPolytopeTreeBase(TreeEstimator):
     """What both convex polytope tree estimators share: growth, refinement, the fitted tree."""
 
@@ -95,7 +121,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                  learning_rate: float = 0.01, epochs: int | str = "auto", batch_size: int | str = "auto",
                  refine: bool = True, refine_epochs: int | str = "auto", n_restarts: int = 3,
                  threshold_mode: str = "search", min_samples_split: int = 10, min_samples_leaf: int = 1,
-                 random_state: Any = None, device: str = "cpu", n_jobs: int | None = None,
+                 validation_fraction: float | None = None, scaling: str = "feature", random_state: Any = None, device: str = "cpu",
+                 n_jobs: int | None = None,
                  time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
         self.max_depth = max_depth
         self.max_facets = max_facets
@@ -117,6 +144,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         self.threshold_mode = threshold_mode
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
+        self.validation_fraction = validation_fraction
+        self.scaling = scaling
         self.random_state = random_state
         self.device = device
         self.n_jobs = n_jobs
@@ -126,7 +155,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
     _parameter_constraints: dict = constraints("random_state", "n_jobs", "time_limit", "verbose", **_OWN)
 
     # -- the fit -----------------------------------------------------------------------------
-    def _fit(self, X: Any, y: np.ndarray, n_classes: int) -> None:
+    def _fit(self, X: Any, y: np.ndarray, n_classes: int, val: tuple | None = None) -> None:
         """Common fit after the targets are checked: ``y`` are class indices or float targets."""
         # The warm-up first: it imports PyTorch (seconds on a process's first fit), so that the
         # import counts in compile_time_ like the rest of torch's first use, never in the clock.
@@ -139,7 +168,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         threads = torch.get_num_threads()
         try:
             torch.set_num_threads(self._n_threads(X, threads))
-            self._fit_torch(X, y, n_classes, torch, device, clock)
+            self._fit_torch(X, y, n_classes, torch, device, val, clock)
         finally:
             torch.set_num_threads(threads)
 
@@ -152,15 +181,27 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             return int(self.n_jobs)
         return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
 
-    def _fit_torch(self, X: Any, y: np.ndarray, n_classes: int, torch: Any, device: Any, clock: Any) -> None:
+    def _fit_torch(self, X: Any, y: np.ndarray, n_classes: int, torch: Any, device: Any, val: tuple | None,
+                   clock: Any) -> None:
         self._clock_ = clock
         seed = int(check_random_state(self.random_state).randint(2**31 - 1))
         self._gen = torch.Generator().manual_seed(seed)
         E, cats = _raw_columns(X, self)
+        held_out = None if val is not None else self._validation_split(y, seed)
+        if held_out is not None:
+            E, y, E_val, y_val = E[held_out[0]], y[held_out[0]], E[held_out[1]], y[held_out[1]]
+        elif val is not None:
+            from .. import data as _data
+
+            columns, _, names = _data.read_columns(val[0], self, reset=False)
+            E_val, y_val = _data.encode_columns(columns, cats, names or self._feature_names()), val[1]
+            held_out = ()
         self.binarizer_ = None
         n, d = E.shape
-        self._mean = E.mean(0)
-        scale = E.std(0)
+        if self.scaling == "global":  # one mean and spread over all entries (spec A11, the reference's molecules)
+            self._mean, scale = np.full(d, E.mean()), np.full(d, E.std())
+        else:
+            self._mean, scale = E.mean(0), E.std(0)
         self._scale = np.where(scale > 0, scale, 1.0)
         Xs = (E - self._mean) / self._scale
         self._Xt = torch.tensor(np.c_[np.ones(n), Xs], dtype=torch.float32, device=device)
@@ -178,14 +219,16 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         nodes = self._grow(n, d)
         if self._stopped:
             stop = "time_limit"
-        greedy_cost = self._tree_cost(nodes)
         self.refined_ = False
-        if self.refine and not self._stopped and any(nd.committee is not None for nd in nodes):
+        if held_out is not None:
+            nodes = self._select(nodes, E_val, y_val)
+        elif self.refine and not self._stopped and any(nd.committee is not None for nd in nodes):
+            greedy_cost = self._tree_cost(nodes)
             refined = self._refine(nodes)
             if refined is not None and self._tree_cost(refined) <= greedy_cost + 1e-9 * max(1.0, abs(greedy_cost)):
                 nodes, self.refined_ = refined, True
-            if self._stopped:
-                stop = "time_limit"
+        if self._stopped:
+            stop = "time_limit"
         self.tree_ = self._build_tree(nodes, d, cats)
         self.objective_ = self._tree_cost(nodes) / n
         self.n_facets_ = np.array([int(self.tree_.polytopes[i]["facet"].sum()) if i in self.tree_.polytopes else 0
@@ -195,6 +238,92 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                      "_stopped", "_last_print", "_n_classes"):
             delattr(self, name)
         self._set_stop(stop, "returning the tree grown so far" if stop != "completed" else "")
+
+    def _val_pair(self, X_val: Any, y_val: Any, classes: np.ndarray | None) -> tuple | None:
+        """``(X_val, y_val as class indices or floats)``, or None; checks that both or neither are given."""
+        if X_val is None and y_val is None:
+            return None
+        if X_val is None or y_val is None:
+            raise ValueError("fit needs both X_val and y_val, or neither")
+        y_val = np.asarray(y_val)
+        if y_val.ndim != 1 or y_val.shape[0] != _num_samples(X_val):
+            raise ValueError(f"y_val must be one-dimensional with one value per row of X_val "
+                             f"({_num_samples(X_val)}), got shape {y_val.shape}")
+        if classes is None:
+            return X_val, y_val.astype(np.float64)
+        unseen = np.setdiff1d(y_val, classes)
+        if unseen.size:
+            raise ValueError(f"y_val holds labels that y does not: {unseen[:5].tolist()}")
+        return X_val, np.searchsorted(classes, y_val)
+
+    # -- validation-based selection (spec §3.7) -------------------------------------------------
+    def _validation_split(self, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(fit rows, validation rows) when ``validation_fraction`` is set: a shuffled split of the
+        training data, stratified by class for classification when every class has two samples."""
+        if self.validation_fraction is None:
+            return None
+        from sklearn.model_selection import train_test_split
+
+        rows = np.arange(y.shape[0])
+        strata = None
+        if self._task == "classification" and np.bincount(y).min(initial=2) >= 2:
+            strata = y
+        try:
+            fit, val = train_test_split(rows, test_size=float(self.validation_fraction), random_state=seed % 2**31,
+                                        stratify=strata)
+        except ValueError as exc:
+            raise ValueError(f"validation_fraction={self.validation_fraction} leaves no rows to fit or to "
+                             f"validate on {y.shape[0]} samples: {exc}") from None
+        return np.sort(fit), np.sort(val)
+
+    def _select(self, nodes: list[_Node], E_val: np.ndarray, y_val: np.ndarray) -> list[_Node]:
+        """Spec §3.7: the depth whose greedy tree scores best on the validation rows (the shallowest of
+        ties), then the refinement of that tree, kept only if it scores better there."""
+        reached = max(nd.depth for nd in nodes)
+        greedy = [self._val_score(_truncate(nodes, depth), E_val, y_val) for depth in range(reached + 1)]
+        best = int(np.argmax(greedy))
+        nodes = _truncate(nodes, best)
+        refined_score = math.nan
+        if self.refine and not self._stopped and any(nd.committee is not None for nd in nodes):
+            refined = self._refine(nodes)
+            if refined is not None:
+                refined_score = self._val_score(refined, E_val, y_val)
+                if refined_score > greedy[best]:
+                    nodes, self.refined_ = refined, True
+        self.best_depth_ = best
+        self.validation_scores_ = {"depth": list(range(reached + 1)), "greedy": greedy, "refined": refined_score}
+        return nodes
+
+    def _val_score(self, nodes: list[_Node], E: np.ndarray, y: np.ndarray) -> float:
+        """Validation score of a grown tree (higher is better): accuracy, ROC AUC for two classes
+        (accuracy when the validation rows hold one class), or minus the mean squared error."""
+        value = {}
+        for i, nd in enumerate(nodes):  # parents first
+            if nd.idx.size or i == 0:
+                yy = self._y[nd.idx]
+                value[i] = (np.bincount(yy, minlength=self._n_classes) / max(yy.size, 1)
+                            if self._task == "classification" else float(yy.mean()) if yy.size else 0.0)
+            if nd.committee is not None:
+                for child in (nd.left, nd.right):
+                    if not nodes[child].idx.size:
+                        value[child] = value[i]
+        at = np.zeros(y.shape[0], dtype=np.int64)
+        for i, nd in enumerate(nodes):
+            if nd.committee is None:
+                continue
+            rows = np.flatnonzero(at == i)
+            if rows.size:
+                left = polytope_intensity(nd.committee, E[rows]) <= nd.t
+                at[rows] = np.where(left, nd.left, nd.right)
+        if self._task == "regression":
+            pred = np.array([value[i] for i in at])
+            return -float(np.mean((pred - y) ** 2))
+        proba = np.stack([value[i] for i in at])
+        if self._n_classes == 2 and np.unique(y).size == 2:
+            from sklearn.metrics import roc_auc_score
+
+            return float(roc_auc_score(y, proba[:, 1]))
+        return float(np.mean(np.argmax(proba, 1) == y))
 
     def _settings(self, n: int, epochs: Any, low: int, high: int, steps: int) -> Any:
         bs = auto_batch_size(n) if self.batch_size == "auto" else min(int(self.batch_size), n)
@@ -247,13 +376,10 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                 if nd.depth < self.max_depth and nd.idx.size >= self.min_samples_split and not np.all(y == y[0]):
                     todo.append(i)
             attempts = 1 if self.threshold_mode == "search" else 5  # retry one-sided splits (spec §3.3)
-            chunk = self._level_chunk(len(todo), sum(nodes[i].idx.size for i in todo), d)
             for _ in range(attempts):
                 if not todo or self._stopped:
                     break
-                done = []
-                for j in range(0, len(todo), chunk):
-                    done += self._fit_level([nodes[i] for i in todo[j:j + chunk]]) if not self._stopped else []
+                done = self._fit_level([nodes[i] for i in todo])
                 todo = [i for i, ok in zip(todo, done) if not ok]
             frontier = []
             for i in range(len(nodes)):
@@ -265,15 +391,6 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                     nodes += [_Node(left, nd.depth + 1), _Node(right, nd.depth + 1)]
                     frontier += [nd.left, nd.right]
         return nodes
-
-    def _level_chunk(self, n_nodes: int, n: int, d: int) -> int:
-        """How many nodes of a level train together: all of them, unless gathering every sample's
-        experts (many nodes) would take more than 30 million numbers a mini-batch (wide data such as
-        2048-bit fingerprints); then groups of 8, whose experts one matrix product computes."""
-        bs = auto_batch_size(n) if self.batch_size == "auto" else min(int(self.batch_size), n)
-        if n_nodes <= 8 or bs * self.n_restarts * self.max_facets * (d + 1) <= 30_000_000:
-            return max(n_nodes, 1)
-        return 8
 
     def _fit_level(self, level: list[_Node]) -> list[bool]:
         """Train ``n_restarts`` soft stumps for every node of ``level`` at once; keep each node's best
@@ -352,7 +469,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         p = model.Params(stack("B"), stack("rho"), torch.tensor([[nodes[i].t for i in internal]], dtype=f32,
                                                                  device=dev),
                          torch.tensor([[nodes[i].tau for i in internal]], dtype=f32, device=dev), stack("mask"),
-                         right=torch.tensor(right, dtype=f32, device=dev), left=torch.tensor(left, dtype=f32, device=dev))
+                         right=torch.tensor(right, dtype=f32, device=dev), left=torch.tensor(left, dtype=f32, device=dev),
+                         children=None if (ch := _children(nodes, internal, leaves)) is None else torch.tensor(ch, device=dev))
         n = self._E.shape[0]
         s = self._settings(n, self.refine_epochs, 20, 150, AUTO_STEPS // 2)
         s.progress = self._progress("refine", -1, s)
@@ -458,6 +576,18 @@ _DOC_PARAMS = """
         Nodes with fewer training samples are not split (nor pure ones).
     min_samples_leaf : int, default=1
         Fewest training samples on either side of a greedy cut.
+    validation_fraction : float or None, default=None
+        Ignored when ``fit`` is given ``X_val`` and ``y_val``, which then play its part.  Hold out this share of the training data (stratified for classification) and select on it
+        (spec §3.7, the paper's "early stopping for trees"): the depth up to ``max_depth`` whose
+        greedy tree scores best there (accuracy; ROC AUC for two classes; minus the squared error
+        for regression), then the refined tree only if it scores better.  The tree is fitted on the
+        other rows and not refitted.  None: the full depth, and the refined tree when its training
+        impurity is not worse.
+    scaling : {"feature", "global"}, default="feature"
+        How the committees see the columns while training: each standardised on its own, or all
+        with one mean and spread over every entry (the reference code's choice for molecular
+        fingerprints, where standardising a rare bit on its own makes it a huge outlier).  The
+        fitted splits are on the raw columns either way.
     random_state : int, RandomState or None, default=None
         Seeds the initialisation and the mini-batches; a fixed int gives the same tree on CPU.
     device : {"cpu", "cuda", "auto"}, default="cpu"
@@ -481,6 +611,10 @@ _DOC_ATTRS = """
         (with the prior, summed over the restarts) and ``tau`` (mean).
     refined_ : bool
         Whether ``tree_`` is the refined tree.
+    best_depth_, validation_scores_ : int, dict
+        With ``validation_fraction``: the depth selected, and the validation scores of the greedy
+        tree at every depth (``"depth"``, ``"greedy"``) and of the refined one (``"refined"``, NaN
+        when not refined).
     device_ : str
         Where it was trained.
     n_features_in_, feature_names_in_, binarizer_ (None), fit_time_, compile_time_, stop_reason_
@@ -521,7 +655,7 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
     True
     """
 
-    def fit(self, X, y) -> "ConvexPolytopeTreeClassifier":
+    def fit(self, X, y, *, X_val=None, y_val=None) -> "ConvexPolytopeTreeClassifier":
         """Grow (and refine) the tree on ``(X, y)``.
 
         Parameters
@@ -529,6 +663,10 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
         X : array-like or pandas DataFrame of shape (n_samples, n_features)
             Numbers, booleans and categories (split on the codes of their labels).
         y : array-like of shape (n_samples,)
+        X_val, y_val : array-like, optional
+            Validation rows that select the depth and the greedy or refined tree, as
+            ``validation_fraction`` does with rows it holds out (scikit-learn's
+            ``HistGradientBoosting`` convention).  Their labels must occur in ``y``.
 
         Returns
         -------
@@ -539,7 +677,7 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
         self.classes_ = classes
-        self._fit(X, y_enc, len(classes))
+        self._fit(X, y_enc, len(classes), self._val_pair(X_val, y_val, classes))
         return self
 
     _predict_methods = ("map",)
@@ -592,13 +730,16 @@ class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
 
     _task = "regression"
 
-    def fit(self, X, y) -> "ConvexPolytopeTreeRegressor":
+    def fit(self, X, y, *, X_val=None, y_val=None) -> "ConvexPolytopeTreeRegressor":
         """Grow (and refine) the tree on ``(X, y)``.
 
         Parameters
         ----------
         X : array-like or pandas DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        X_val, y_val : array-like, optional
+            Validation rows that select the depth and the greedy or refined tree (see
+            ``validation_fraction``).
 
         Returns
         -------
@@ -606,7 +747,7 @@ class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
         """
         self._validate_params()
         y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
-        self._fit(X, np.asarray(y, dtype=np.float64), 0)
+        self._fit(X, np.asarray(y, dtype=np.float64), 0, self._val_pair(X_val, y_val, None))
         return self
 
     def predict(self, X) -> np.ndarray:

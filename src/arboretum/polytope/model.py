@@ -15,6 +15,7 @@ imported only by ``fit``.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -26,6 +27,13 @@ import torch.nn.functional as F
 GATE_EPS = 1e-5
 #: ``rho = ln r`` is kept >= ln(1e-8), so that r never underflows (spec §6.3).
 RHO_MIN = math.log(1e-8)
+#: Refinement follows a sample down a branch only while its path probability exceeds this (spec §6.1's
+#: path pruning): a branch that the gate clamp closes carries no gradient and at most GATE_EPS of a sample.
+PATH_CUT = GATE_EPS
+#: A level of at most this many stumps computes every node's experts for every sample (one dense
+#: product, each sample keeping its node's: cheap in BLAS while F is small, whatever D); beyond, a
+#: sparse product computes each sample's own node's experts only.
+DENSE_LEVEL = 8
 
 
 # ---------------------------------------------------------------------------
@@ -87,15 +95,16 @@ def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho:
 
     ``B`` is (F, R, K, D+1): R restarts of a stump for each of the F frontier nodes; sample ``i`` of
     the batch reaches node ``node[i]`` and only that node's stumps see it.  With few nodes one
-    matrix product computes every node's experts and each sample keeps its node's; with many, the
-    experts of each sample's node are gathered (no product over all nodes).
+    matrix product computes every node's experts and each sample keeps its node's (``F <= DENSE_LEVEL``);
+    otherwise one sparse product computes only each sample's node's
+    experts (:func:`block_product`).
     """
     F_, R, K, D1 = B.shape
-    if F_ <= 8:
+    if F_ <= DENSE_LEVEL:
         Z = (Xt @ B.reshape(F_ * R * K, D1).T).reshape(-1, F_, R, K)
         Z = Z[torch.arange(Xt.shape[0], device=Xt.device), node]
     else:
-        Z = torch.einsum("bd,brkd->brk", Xt, B[node])
+        Z = block_product(Xt, node, B.permute(0, 3, 1, 2).reshape(F_ * D1, R * K)).reshape(-1, R, K)
     lam = (F.softplus(Z) * (torch.exp(rho) * mask)[node]).sum(-1)
     g = gate(lam, t[node], tau[node])
     return torch.stack([1 - g, g], -1)
@@ -108,6 +117,113 @@ def grouped_entropy(pi: torch.Tensor, Y: torch.Tensor, node: torch.Tensor, n_gro
     counts = counts.index_add(0, node, pi[..., None] * Y[:, None, None, :])
     S = counts.sum(-1)
     return (_xlogx(S).sum(-1) - _xlogx(counts).sum((-1, -2))).sum(0) / pi.shape[0]
+
+
+def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": CSR @ dense is all we use
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(crow, col, values, size=shape, check_invariants=False)
+
+
+class _SparseTimesDense(torch.autograd.Function):
+    """``X @ W`` for a constant sparse ``X`` whose transpose is given: the backward is one more
+    sparse product (PyTorch's own would sort the transpose at every step)."""
+
+    @staticmethod
+    def forward(ctx: Any, W: torch.Tensor, X: torch.Tensor, XT: torch.Tensor) -> torch.Tensor:
+        ctx.XT = XT
+        return X @ W
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        return ctx.XT @ grad, None, None
+
+
+def block_product(rows: torch.Tensor, block: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """``rows[i] @ W[block[i]]`` for every row, with ``W`` the blocks stacked as (n_blocks * D1, k).
+
+    One sparse-times-dense product (row i of the sparse matrix holds ``rows[i]`` in the columns of
+    its block) instead of gathering a (D1, k) weight matrix for every row; the gradient of ``W`` is
+    the transposed sparse matrix times the output's gradient, the transpose built here directly
+    (rows grouped by block).
+    """
+    P, D1 = rows.shape
+    n_blocks = W.shape[0] // D1
+    dev = rows.device
+    d = torch.arange(D1, device=dev)
+    X = _csr(torch.arange(0, P * D1 + 1, D1, device=dev), (block[:, None] * D1 + d).reshape(-1), rows.reshape(-1),
+             (P, W.shape[0]))
+    order = torch.argsort(block, stable=True)
+    count = torch.bincount(block, minlength=n_blocks)
+    first = torch.cumsum(count, 0) - count
+    sb = block[order]
+    within = torch.arange(P, device=dev) - first[sb]
+    pos = ((first[sb] * D1)[:, None] + d * count[sb][:, None] + within[:, None]).reshape(-1)
+    col_t = torch.empty(P * D1, dtype=torch.long, device=dev)
+    col_t[pos] = order.repeat_interleave(D1)
+    val_t = torch.empty(P * D1, dtype=rows.dtype, device=dev)
+    val_t[pos] = rows[order].reshape(-1)
+    crow_t = torch.zeros(n_blocks * D1 + 1, dtype=torch.long, device=dev)
+    crow_t[1:] = torch.cumsum(count.repeat_interleave(D1), 0)
+    return _SparseTimesDense.apply(W, X, _csr(crow_t, col_t, val_t, (W.shape[0], P)))
+
+
+def pruned_leaf_probs(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: torch.Tensor, tau: torch.Tensor,
+                      mask: torch.Tensor, children: torch.Tensor, cut: float = PATH_CUT
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Leaf probabilities of one soft tree, computed only where they matter (spec §6.1 path pruning).
+
+    Sends the batch down level by level as (sample, node) pairs, dropping a pair once its path
+    probability is at most ``cut``; a node's experts are evaluated only on the pairs that reach it,
+    by one sparse product (each pair's row holds its sample in its node's block of columns).  On a
+    deep tree whose gates are nearly hard this touches a few nodes per sample instead of all.
+
+    ``B`` (M, K, D+1), ``rho``/``mask`` (M, K), ``t``/``tau`` (M,) of the tree's internal nodes (root
+    0); ``children`` (M, 2) the (left, right) child of every node: an internal node's index, or
+    ``-1 - l`` for leaf ``l``.  Returns ``(sample, leaf, pi)`` of the surviving pairs.
+    """
+    M, K, D1 = B.shape
+    n = Xt.shape[0]
+    Bf = B.transpose(1, 2).reshape(M * D1, K)  # block m of rows: B[m]^T
+    r = torch.exp(rho) * mask
+    samp = torch.arange(n, device=Xt.device)
+    node = torch.zeros(n, dtype=torch.long, device=Xt.device)
+    logpi = torch.zeros(n, dtype=Xt.dtype, device=Xt.device)
+    floor = math.log(cut) if cut > 0 else -math.inf
+    out_s, out_l, out_p = [], [], []
+    while samp.numel():
+        rows = Xt[samp]
+        Z = rows @ B[node[0]].T if bool((node == node[0]).all()) else block_product(rows, node, Bf)
+        lam = (F.softplus(Z) * r[node]).sum(-1)
+        g = gate(lam, t[node], tau[node])
+        nxt_s, nxt_n, nxt_p = [], [], []
+        for side, logg in ((0, torch.log1p(-g)), (1, torch.log(g))):
+            lp = logpi + logg
+            keep = lp.detach() > floor
+            child = children[node[keep], side]
+            inner = child >= 0
+            s_keep, lp_keep = samp[keep], lp[keep]
+            nxt_s.append(s_keep[inner]), nxt_n.append(child[inner]), nxt_p.append(lp_keep[inner])
+            out_s.append(s_keep[~inner]), out_l.append(-1 - child[~inner]), out_p.append(lp_keep[~inner])
+        samp, node, logpi = torch.cat(nxt_s), torch.cat(nxt_n), torch.cat(nxt_p)
+    return torch.cat(out_s), torch.cat(out_l), torch.exp(torch.cat(out_p))
+
+
+def pair_entropy(samp: torch.Tensor, leaf: torch.Tensor, pi: torch.Tensor, Y: torch.Tensor, n_leaves: int,
+                 n: int) -> torch.Tensor:
+    """``H(Y | Z)`` of a batch of ``n`` samples from (sample, leaf, pi) pairs; shape (1,)."""
+    counts = torch.zeros((n_leaves, Y.shape[1]), dtype=pi.dtype, device=pi.device)
+    counts = counts.index_add(0, leaf, pi[:, None] * Y[samp])
+    return ((_xlogx(counts.sum(-1)).sum() - _xlogx(counts).sum()) / n)[None]
+
+
+def pair_variance(samp: torch.Tensor, leaf: torch.Tensor, pi: torch.Tensor, y: torch.Tensor, n_leaves: int,
+                  n: int) -> torch.Tensor:
+    """The soft within-leaf sum of squares over ``n`` from (sample, leaf, pi) pairs; shape (1,)."""
+    z = torch.zeros(n_leaves, dtype=pi.dtype, device=pi.device)
+    S = z.index_add(0, leaf, pi).clamp_min(1e-12)
+    sy, syy = z.index_add(0, leaf, pi * y[samp]), z.index_add(0, leaf, pi * y[samp] ** 2)
+    return ((syy - sy**2 / S).sum() / n)[None]
 
 
 def grouped_variance(pi: torch.Tensor, y: torch.Tensor, node: torch.Tensor, n_groups: int) -> torch.Tensor:
@@ -190,6 +306,7 @@ class Params:
     right: torch.Tensor | None = None  # (M, L) path matrices of a tree (refinement)
     left: torch.Tensor | None = None
     node_of: torch.Tensor | None = None  # (n,) frontier node of every sample (a level of the growth)
+    children: torch.Tensor | None = None  # (M, 2) children of a tree's nodes: path-pruned refinement
     history: list = field(default_factory=list)
 
 
@@ -197,7 +314,11 @@ def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w:
               idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The data loss of every unit (restart or tree) on the batch ``idx``, and the penalised scalar
     loss (the sum over units, which are independent, plus ``(w / n_total) L_reg``)."""
-    if p.node_of is None:
+    if p.children is not None:
+        samp, leaf, pi = pruned_leaf_probs(Xt, p.B[0], p.rho[0], p.t[0], p.tau[0], p.mask[0], p.children)
+        pair = pair_entropy if s.task == "classification" else pair_variance
+        data = pair(samp, leaf, pi, target, p.right.shape[1], Xt.shape[0])
+    elif p.node_of is None:
         lam = intensity(Xt, p.B, p.rho, p.mask)
         pi = torch.exp(leaf_log_probs(gate(lam, p.t, p.tau), p.right, p.left))
         data = entropy_loss(pi, target) if s.task == "classification" else variance_loss(pi, target)
