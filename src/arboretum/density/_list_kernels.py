@@ -204,6 +204,77 @@ def prior_list(sizes, available, lam, eta, cap, out):
 
 
 @njit(cache=True)
+def _propose(d, m, new, on, top, M):
+    """Draw one proposal from the list ``d[:m]`` into ``new``: move a rule, add an unused rule
+    (``on`` marks the used ones) or cut one, with the probabilities of :func:`_move_probs`.
+    Returns ``(m_new, log_j, s0)``: the new length, the log Hastings ratio of the move pair, and
+    the first position where ``new`` differs from ``d`` (where incremental evaluation starts)."""
+    p_move, p_add, p_cut = _move_probs(m, top)
+    r = np.random.random()
+    log_j = 0.0
+    if r < p_move:
+        i = np.random.randint(m)
+        k = np.random.randint(m - 1)
+        if k >= i:
+            k += 1
+        rule = d[i]
+        q = 0
+        for s in range(m):
+            if s != i:
+                new[q] = d[s]
+                q += 1
+        for s in range(m - 1, k, -1):
+            new[s] = new[s - 1]
+        new[k] = rule
+        return m, log_j, min(i, k)
+    if r < p_move + p_add:
+        while True:
+            cand = np.random.randint(M)
+            if not on[cand]:
+                break
+        pos = np.random.randint(m + 1)
+        for s in range(pos):
+            new[s] = d[s]
+        new[pos] = cand
+        for s in range(pos, m):
+            new[s + 1] = d[s]
+        p_cut_back = _move_probs(m + 1, top)[2]
+        log_j = math.log(p_cut_back / (m + 1)) - math.log(p_add / ((M - m) * (m + 1.0)))
+        return m + 1, log_j, pos
+    i = np.random.randint(m)
+    q = 0
+    for s in range(m):
+        if s != i:
+            new[q] = d[s]
+            q += 1
+    p_add_back = _move_probs(m - 1, top)[1]
+    log_j = math.log(p_add_back / ((M - m + 1.0) * m)) - math.log(p_cut / m)
+    return m - 1, log_j, i
+
+
+@njit(cache=True)
+def _keep_best(best, d, m, lp):
+    """``best`` = [length, lp, rules...]: replaced by the list ``d[:m]`` when ``lp`` is higher."""
+    if lp > best[1]:
+        best[0] = m
+        best[1] = lp
+        for s in range(m):
+            best[2 + s] = d[s]
+
+
+@njit(cache=True)
+def _record(t, rec_from, d, m, lp, trace, lengths, rec_lists):
+    """Step ``t``'s LP and length (and the list, when ``rec_lists`` has rows) from ``rec_from`` on."""
+    if t >= rec_from:
+        trace[t - rec_from] = lp
+        lengths[t - rec_from] = m
+        if rec_lists.shape[0] > 0:
+            rec_lists[t - rec_from, 0] = m
+            for s in range(m):
+                rec_lists[t - rec_from, 1 + s] = d[s]
+
+
+@njit(cache=True)
 def mh_steps(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, lam, eta, alpha, exact,
              likelihood, cap, best, trace, lengths, rec_from, rec_lists):
     """``n_steps`` Metropolis-Hastings steps from the list ``d[:m]`` (LP ``lp``), in place.
@@ -219,48 +290,7 @@ def mh_steps(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
     new = np.empty(cap, dtype=np.int64)
     top = min(M, cap)
     for t in range(n_steps):
-        p_move, p_add, p_cut = _move_probs(m, top)
-        r = np.random.random()
-        log_j = 0.0
-        if r < p_move:
-            i = np.random.randint(m)
-            k = np.random.randint(m - 1)
-            if k >= i:
-                k += 1
-            rule = d[i]
-            q = 0
-            for s in range(m):
-                if s != i:
-                    new[q] = d[s]
-                    q += 1
-            for s in range(m - 1, k, -1):
-                new[s] = new[s - 1]
-            new[k] = rule
-            m_new = m
-        elif r < p_move + p_add:
-            while True:
-                cand = np.random.randint(M)
-                if not on[cand]:
-                    break
-            pos = np.random.randint(m + 1)
-            for s in range(pos):
-                new[s] = d[s]
-            new[pos] = cand
-            for s in range(pos, m):
-                new[s + 1] = d[s]
-            m_new = m + 1
-            p_cut_back = _move_probs(m + 1, top)[2]
-            log_j = math.log(p_cut_back / (m + 1)) - math.log(p_add / ((M - m) * (m + 1.0)))
-        else:
-            i = np.random.randint(m)
-            q = 0
-            for s in range(m):
-                if s != i:
-                    new[q] = d[s]
-                    q += 1
-            m_new = m - 1
-            p_add_back = _move_probs(m - 1, top)[1]
-            log_j = math.log(p_add_back / ((M - m + 1.0) * m)) - math.log(p_cut / m)
+        m_new, log_j, _ = _propose(d, m, new, on, top, M)
         lp_new = list_log_posterior(new, m_new, ant_bits, ant_boxes, sizes, available, full, n, lam, eta,
                                     alpha, exact, likelihood)
         if math.log(np.random.random() + 1e-300) < lp_new - lp + log_j:
@@ -270,18 +300,8 @@ def mh_steps(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
                 d[s] = new[s]
                 on[d[s]] = True
             m, lp = m_new, lp_new
-            if lp > best[1]:
-                best[0] = m
-                best[1] = lp
-                for s in range(m):
-                    best[2 + s] = d[s]
-        if t >= rec_from:
-            trace[t - rec_from] = lp
-            lengths[t - rec_from] = m
-            if rec_lists.shape[0] > 0:
-                rec_lists[t - rec_from, 0] = m
-                for s in range(m):
-                    rec_lists[t - rec_from, 1 + s] = d[s]
+            _keep_best(best, d, m, lp)
+        _record(t, rec_from, d, m, lp, trace, lengths, rec_lists)
     return m, lp
 
 
@@ -446,51 +466,7 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
         else:
             lp = -np.inf
     for t in range(n_steps):
-        p_move, p_add, p_cut = _move_probs(m, top)
-        r = np.random.random()
-        log_j = 0.0
-        if r < p_move:
-            i = np.random.randint(m)
-            k = np.random.randint(m - 1)
-            if k >= i:
-                k += 1
-            rule = d[i]
-            q = 0
-            for s in range(m):
-                if s != i:
-                    new[q] = d[s]
-                    q += 1
-            for s in range(m - 1, k, -1):
-                new[s] = new[s - 1]
-            new[k] = rule
-            m_new = m
-            s0 = min(i, k)
-        elif r < p_move + p_add:
-            while True:
-                cand = np.random.randint(M)
-                if not on[cand]:
-                    break
-            pos = np.random.randint(m + 1)
-            for s in range(pos):
-                new[s] = d[s]
-            new[pos] = cand
-            for s in range(pos, m):
-                new[s + 1] = d[s]
-            m_new = m + 1
-            p_cut_back = _move_probs(m + 1, top)[2]
-            log_j = math.log(p_cut_back / (m + 1)) - math.log(p_add / ((M - m) * (m + 1.0)))
-            s0 = pos
-        else:
-            i = np.random.randint(m)
-            q = 0
-            for s in range(m):
-                if s != i:
-                    new[q] = d[s]
-                    q += 1
-            m_new = m - 1
-            p_add_back = _move_probs(m - 1, top)[1]
-            log_j = math.log(p_add_back / ((M - m + 1.0) * m)) - math.log(p_cut / m)
-            s0 = i
+        m_new, log_j, s0 = _propose(d, m, new, on, top, M)
         if stale:
             s0 = 0
         lp_new = _log_prior(new, m_new, sizes, available, lam, eta)
@@ -514,16 +490,6 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
                 F = _commit(s0, m_new, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot)
                 stale = False
             m, lp = m_new, lp_new
-            if lp > best[1]:
-                best[0] = m
-                best[1] = lp
-                for s in range(m):
-                    best[2 + s] = d[s]
-        if t >= rec_from:
-            trace[t - rec_from] = lp
-            lengths[t - rec_from] = m
-            if rec_lists.shape[0] > 0:
-                rec_lists[t - rec_from, 0] = m
-                for s in range(m):
-                    rec_lists[t - rec_from, 1 + s] = d[s]
+            _keep_best(best, d, m, lp)
+        _record(t, rec_from, d, m, lp, trace, lengths, rec_lists)
     return m, lp
