@@ -184,9 +184,11 @@ def test_deadline_returns_best_so_far():
     sol, _ = solve_hyperplane1(X, obj, exact=True, deadline=time.perf_counter() + 0.3)
     assert time.perf_counter() - t0 < 10.0
     assert not sol.optimal and sol.n_examined < sol.n_total
-    # a deadline already past: nothing examined, the leaf (at most one split)
-    sol, _ = solve_hyperplane1(X, obj, deadline=time.perf_counter() - 1)
-    assert not sol.optimal and sol.n_examined == 0 and sol.tree.rule == -1
+    # a deadline already past: nothing examined, the seed split (better than the leaf here)
+    sol, rule = solve_hyperplane1(X, obj, deadline=time.perf_counter() - 1)
+    assert not sol.optimal and sol.n_examined == 0 and sol.tree.rule == 0
+    assert isinstance(rule, hyper1.SeedPlane) and sol.cost == hyper1.incumbent_cost(X, obj, 0)
+    assert sol.cost < min(y.sum(), 400 - y.sum())  # the leaf's errors
 
 
 def test_rows_and_upper_bound_keywords():
@@ -371,3 +373,30 @@ def test_hinge_bound_is_admissible(data, nmin):
                 if left.sum() < nmin or (~left).sum() < nmin:
                     continue
                 assert bound <= np_cost(left, **kw) + np_cost(~left, **kw) + 1e-9
+
+
+@pytest.mark.parametrize("split_type, d", [("hyperplane", 3), ("quadratic", 2)])
+def test_a_search_stopped_at_once_returns_its_seed_split_not_a_leaf(split_type, d):
+    """Stopped before any plane as good as its seed, the single-plane search returns the seed split
+    itself (a real tree of that cost that predicts the same partition), never the worse leaf."""
+    import warnings
+
+    from arboretum.exceptions import LimitWarning
+    from arboretum.optimal.solver import make_objective
+    from arboretum.tree import quadratic_features
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, d))
+    y = (X @ np.arange(1.0, d + 1) + 0.3 * rng.normal(size=3000) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LimitWarning)
+        with pytest.raises(LimitWarning):
+            OptimalTreeClassifier(max_splits=1, split_type=split_type, time_limit=1e-9).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LimitWarning)
+        clf = OptimalTreeClassifier(max_splits=1, split_type=split_type, time_limit=1e-9).fit(X, y)
+    assert not clf.optimal_ and clf.tree_.n_leaves == 2
+    Z = X if split_type == "hyperplane" else quadratic_features(X)
+    seed = hyper1.incumbent_split(Z, make_objective(len(y), labels=y, n_classes=2), 1)[0]
+    assert clf.objective_ == seed < min(y.sum(), len(y) - y.sum())
+    assert (clf.predict(X) != y).sum() == clf.objective_

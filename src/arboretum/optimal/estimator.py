@@ -268,6 +268,8 @@ class _OptimalTreeBase(TreeEstimator):
                                                   deadline=clock.deadline)
 
             def split_of(r: int) -> tuple:
+                if isinstance(rule1, hyper1.SeedPlane):  # stopped: the search's seed split
+                    return QUADRATIC if quadratic else HYPERPLANE, None, rule1.threshold, rule1.coef
                 return _plane_split(rule1, r, Z, QUADRATIC if quadratic else HYPERPLANE)
         else:
             if isinstance(self.split_type, CandidateRules):

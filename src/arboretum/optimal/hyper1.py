@@ -97,6 +97,8 @@ means equal up to rounding.  The search is stopped between chunks of hinges by
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 import time
 
@@ -963,21 +965,23 @@ def _restrict(obj: Objective, rows: np.ndarray) -> Objective:
                      np.ascontiguousarray(obj.target[rows]), np.zeros_like(obj.counts))
 
 
-def _best_threshold_cost(z: np.ndarray, pt: np.ndarray, n_val: int, mode: int, nmin: int) -> float:
-    """The cost of the best two-leaf split ``z <= t`` of the projections ``z`` (thresholds strictly
-    between distinct values, both leaves with at least ``nmin`` points); inf if there is none."""
+def _best_threshold(z: np.ndarray, pt: np.ndarray, n_val: int, mode: int, nmin: int) -> tuple[float, float]:
+    """``(cost, t)`` of the best two-leaf split ``z <= t`` of the projections ``z`` (``t`` halfway
+    between two distinct values, both leaves with at least ``nmin`` points); ``(inf, nan)`` if
+    there is none."""
     order = np.argsort(z, kind="stable")
     zs = z[order]
     cs = np.cumsum(pt[order], axis=0)[:-1]
     gap = np.diff(zs) > 1e-9 * max(1.0, float(np.abs(zs).max()))
+    at = np.flatnonzero(gap)  # the split after sorted position at[i]
     left = cs[gap]
     right = cs[-1] + pt[order[-1]] - left if left.size else left
     if not left.size:
-        return math.inf
+        return math.inf, math.nan
     ok = (left[:, -1] >= nmin) & (right[:, -1] >= nmin)
     if not ok.any():
-        return math.inf
-    left, right = left[ok], right[ok]
+        return math.inf, math.nan
+    left, right, at = left[ok], right[ok], at[ok]
 
     def cost(v: np.ndarray) -> np.ndarray:
         if mode == 2:
@@ -986,11 +990,29 @@ def _best_threshold_cost(z: np.ndarray, pt: np.ndarray, n_val: int, mode: int, n
             return np.maximum(c, 0.0)
         return np.maximum(v[:, :n_val].sum(axis=1) - v[:, :n_val].max(axis=1), 0.0)
 
-    return float((cost(left) + cost(right)).min())
+    c = cost(left) + cost(right)
+    j = int(np.argmin(c))
+    return float(c[j]), 0.5 * (float(zs[at[j]]) + float(zs[at[j] + 1]))
+
+
+@dataclass
+class SeedPlane:
+    """The search's seed split ``coef . x <= threshold`` (:func:`incumbent_split`), returned in
+    place of a rule when a stopped search found no plane as good."""
+
+    coef: np.ndarray
+    threshold: float
 
 
 def incumbent_cost(X: np.ndarray, obj: Objective, nmin: int = 0, logistic: bool = True) -> float:
-    """The cost of a good linear split, an upper bound on the optimum over the hyperplane rules.
+    """The cost of :func:`incumbent_split`, an upper bound on the optimum over the hyperplane rules."""
+    return incumbent_split(X, obj, nmin, logistic)[0]
+
+
+def incumbent_split(X: np.ndarray, obj: Objective, nmin: int = 0,
+                    logistic: bool = True) -> tuple[float, np.ndarray | None, float]:
+    """``(cost, coef, threshold)`` of a good linear split ``coef . x <= threshold``, whose cost is
+    an upper bound on the optimum over the hyperplane rules (``(inf, None, nan)`` if none).
 
     The best threshold along each axis and along the directions of a weighted least-squares fit
     (of the target, or of the one-hot classes) and, with ``logistic``, of a (one-vs-rest) logistic
@@ -1028,7 +1050,12 @@ def incumbent_cost(X: np.ndarray, obj: Objective, nmin: int = 0, logistic: bool 
         except Exception:  # noqa: BLE001 - an incumbent is only a speed-up
             pass
     dirs += [c / sd for c in coef if np.all(np.isfinite(c)) and np.any(c != 0)]
-    return min(_best_threshold_cost(X @ d, pt, n_val, mode, nmin) for d in dirs)
+    best = (math.inf, None, math.nan)
+    for d in dirs:
+        c, t = _best_threshold(X @ d, pt, n_val, mode, nmin)
+        if c < best[0]:
+            best = (c, d, t)
+    return best
 
 
 def _merge_duplicates(X: np.ndarray, pt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1113,9 +1140,11 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
 
     Returns
     -------
-    (Solution, RuleSet or None)
+    (Solution, RuleSet or SeedPlane or None)
         The solution (its tree's rule 0 is the plane) and the one-rule set the tree
-        uses, whose ``pos`` is the solver's partition (for :func:`.rules.routing_plane`).
+        uses, whose ``pos`` is the solver's partition (for :func:`.rules.routing_plane`);
+        a stopped search that found no plane as good as its seed (:func:`incumbent_split`)
+        returns the seed split, as a :class:`SeedPlane`, never anything worse.
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     n_all = X.shape[0]
@@ -1134,7 +1163,8 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
     leaf = float(leaf_cost(pack_rows_mask(everything), obj)) if N >= nmin else math.inf
     bound = math.inf if upper_bound is None else float(upper_bound)
     total = math.comb(N, D)
-    seed = incumbent_cost(X, obj, nmin, logistic=total > _LOGISTIC_ABOVE) if _seed and N > D else math.inf
+    seed, seed_coef, seed_t = (incumbent_split(X, obj, nmin, logistic=total > _LOGISTIC_ABOVE) if _seed and N > D
+                               else (math.inf, None, math.nan))
     if seed < bound:  # planes of cost <= seed are accepted (the optimum is one of them)
         seed = seed * (1 + 1e-9) + 1e-12 if obj.mode != 0 else seed + 0.5
     best = np.array([min(bound, seed), -1.0])
@@ -1153,7 +1183,7 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
         W = np.zeros((D + 1, 1 << (D + 1)))
         Wa = np.zeros((D + 1, 1 << (D + 1)))
         W[0, 0] = Wa[0, 0] = 1.0
-        chunk = 16
+        chunk = 1  # hinges per kernel call, doubled while a call is short: on large N one hinge is 0.2 s
         finished = False
         while not finished:
             if deadline is not None and time.perf_counter() >= deadline:
@@ -1172,6 +1202,12 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
     if best_sub[0] < 0 and seed < bound and optimal:  # nothing reached the seed (rounding): search again
         return solve_hyperplane1(X, obj, exact=exact, nmin=nmin, deadline=deadline, upper_bound=upper_bound,
                                  _seed=False)
+    if best_sub[0] < 0 and not optimal and seed_coef is not None and seed < bound and (exact or seed < leaf):
+        # stopped before any plane as good as the seed: the seed split itself (never worse than it)
+        left = X @ seed_coef <= seed_t
+        tree = Node(0, everything, Node(-1, left), Node(-1, ~left))
+        cost = float(leaf_cost(pack_rows_mask(left), obj)) + float(leaf_cost(pack_rows_mask(~left), obj))
+        return Solution(cost, tree, (0,), False, examined, total), SeedPlane(seed_coef, seed_t)
     plane = best[0] if best_sub[0] >= 0 else math.inf
     if not exact and leaf <= plane and (upper_bound is None or leaf < upper_bound):
         return Solution(leaf, Node(-1, everything), (), optimal, examined, total), None
@@ -1212,7 +1248,7 @@ def _lift(sol: Solution, rule: RuleSet | None, rows: np.ndarray, n_all: int, X: 
         return Node(node.rule, lift_mask(node.points), lift_node(node.left), lift_node(node.right))
 
     sol = Solution(sol.cost, lift_node(sol.tree), sol.combination, sol.optimal, sol.n_examined, sol.n_total)
-    if rule is not None:
+    if rule is not None and not isinstance(rule, SeedPlane):  # (a seed plane routes any row itself)
         left = lift_mask(rule.left_mask(0))
         rule = RuleSet(pack_rows_mask(left)[None, :], rows[rule.defs], rule.kind, rule.feature, rule.threshold,
                        rule.planes, rule.assign, n_all)
