@@ -235,6 +235,23 @@ def test_c16_mh_samples_the_prior():
     assert np.abs(freq - pois / pois.sum()).max() < 0.02
 
 
+def test_zero_volume_list_leaf_has_density_zero_without_a_warning():
+    """A rule shadowed by an earlier one has volume 0 (spec A13): its leaf gets probability and density 0,
+    the others renormalise, and no floating-point warning (log 0 - log 0) escapes."""
+    X = table(TITANIC)
+    est = SparseDensityRuleList(lam=3, n_iter=10, random_state=0).fit(X)
+    full = est._full_box()
+    rule = (1,) + full[1:]  # class = first category
+    counts = np.array([len(X) // 2, 0, len(X) - len(X) // 2], dtype=float)
+    logv = np.array([math.log(4), -math.inf, math.log(12)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est._set_leaves([rule, rule, full], counts, logv, len(X), "posterior_mean", 1.0)
+    assert est.leaf_probabilities_[1] == 0.0 and est.leaf_log_densities_[1] == -math.inf
+    assert est.leaf_probabilities_.sum() == pytest.approx(1.0)
+    assert np.all(np.isfinite(est.leaf_log_densities_[[0, 2]]))
+
+
 def test_gelman_rubin_never_divides_by_zero():
     assert gelman_rubin([[1.0, 1.0], [1.0, 1.0]]) == 1.0
     assert gelman_rubin([[1.0, 1.0], [2.0, 2.0]]) == math.inf

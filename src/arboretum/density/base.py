@@ -102,7 +102,7 @@ class DensityEstimator(DensityMixin, TreeEstimator):
         self.leaf_counts_ = counts
         self.leaf_log_volumes_ = log_volumes
         self.leaf_probabilities_ = prob
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # a zero-volume leaf: log 0 - (-inf), not used
             self.leaf_log_densities_ = np.where(prob > 0, np.log(prob) - log_volumes, -np.inf)
         self.n_leaves_ = int(k)
 
