@@ -50,7 +50,21 @@ DENSITY_CONSTRAINTS: dict = {
 }
 
 
-class DensityEstimator(DensityMixin, TreeEstimator):
+class CategoricalDensityMixin(DensityMixin):
+    """scikit-learn's tags of a density model over categories (the density estimators and
+    :class:`~arboretum.density.DensityCV`): no ``y``; ``X`` of categories or text."""
+
+    def _more_tags(self) -> dict:
+        return {"requires_y": False}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
+
+
+class DensityEstimator(CategoricalDensityMixin, TreeEstimator):
     """Base of the density estimators (not an estimator on its own)."""
 
     _kernel_family = "density"
@@ -260,14 +274,6 @@ class DensityEstimator(DensityMixin, TreeEstimator):
         if not np.isclose(self.leaf_probabilities_.sum(), 1.0) or np.any(self.leaf_probabilities_ < 0):
             raise ValueError("leaf_probabilities_ must be a probability vector")
 
-    def _more_tags(self) -> dict:
-        return {"requires_y": False}
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.categorical = True
-        tags.input_tags.string = True
-        return tags
 
 
 def log_volume(box: tuple) -> float:

@@ -11,14 +11,14 @@ import time
 from typing import Any
 
 import numpy as np
-from sklearn.base import DensityMixin, clone
+from sklearn.base import clone
 from sklearn.model_selection import KFold, ParameterGrid
 from sklearn.utils.validation import check_is_fitted
 
 from .. import data as _data
 from ..base import TreeEstimator, constraints
 from ..data import Check, Interval
-from .base import DensityEstimator
+from .base import CategoricalDensityMixin, DensityEstimator
 
 __all__ = ["DensityCV", "select_rate", "DEFAULT_GRIDS"]
 
@@ -59,7 +59,7 @@ def _cv_ok(v: Any) -> bool:
     return hasattr(v, "split") and hasattr(v, "get_n_splits")
 
 
-class DensityCV(DensityMixin, TreeEstimator):
+class DensityCV(CategoricalDensityMixin, TreeEstimator):
     """Choose a density model by cross-validated log-likelihood, then refit it on all of ``X``.
 
     Every candidate estimator and every setting of its grid is fitted on the training part of each fold
@@ -331,15 +331,6 @@ class DensityCV(DensityMixin, TreeEstimator):
         n = len(self.cv_results_["params"])
         if not (isinstance(self.best_index_, int) and 0 <= self.best_index_ < n):
             raise ValueError(f"best_index_ must index one of the {n} settings of cv_results_")
-
-    def _more_tags(self) -> dict:
-        return {"requires_y": False}
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.categorical = True
-        tags.input_tags.string = True
-        return tags
 
 
 def _std(scores: np.ndarray) -> np.ndarray:
