@@ -312,13 +312,6 @@ def ensemble_cuts(
     return out
 
 
-def _sorted_labels(labels: list) -> list:
-    try:
-        return sorted(labels)
-    except TypeError:  # labels of types that do not compare, e.g. str and int
-        return sorted(labels, key=lambda v: (type(v).__name__, str(v)))
-
-
 def _column_spec_ok(spec: Any) -> bool:
     if isinstance(spec, (str, numbers.Integral)) and not isinstance(spec, (bool, np.bool_)):
         return True
@@ -561,10 +554,8 @@ class Binarizer(TransformerMixin, BaseEstimator):
                     kind = "binary"
             else:
                 labels = _data.label_values(col, j, names)
-                seen = dict.fromkeys(labels.tolist())
-                order = [c for c in declared if c in seen] if declared is not None else _sorted_labels(list(seen))
-                cats = np.empty(len(order), dtype=object)
-                cats[:] = order
+                cats = _data.label_order(labels, declared)
+                order = cats.tolist()
                 code = {c: i for i, c in enumerate(order)}
                 x = np.array([code[v] for v in labels.tolist()], dtype=np.float64)
                 values = np.arange(len(order), dtype=np.float64)

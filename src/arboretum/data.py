@@ -885,6 +885,37 @@ def warn_many_labels(n_labels: int, n_samples: int, j: int, names: Sequence[str]
     )
 
 
+def sorted_labels(labels: list) -> list:
+    """Category labels in sorted order; labels of types that do not compare (``str`` and ``int``)
+    by type name, then text."""
+    try:
+        return sorted(labels)
+    except TypeError:
+        return sorted(labels, key=lambda v: (type(v).__name__, str(v)))
+
+
+def label_order(labels: np.ndarray, declared: list | None) -> np.ndarray:
+    """The categories of a column in code order, as an object array: the declared categories that
+    occur (a pandas categorical's own order), else the observed labels sorted."""
+    seen = dict.fromkeys(labels.tolist())
+    order = [c for c in declared if c in seen] if declared is not None else sorted_labels(list(seen))
+    arr = np.empty(len(order), dtype=object)
+    arr[:] = order
+    return arr
+
+
+def raw_columns(X: Any, estimator: Any) -> tuple[np.ndarray, list]:
+    """``X`` at fit as one float matrix for the models that split raw values (the optimal and
+    polytope trees): numbers as they are, categories as the codes of their :func:`label_order`;
+    with the category labels of every column (None for numeric ones)."""
+    columns, _, names = read_columns(X, estimator, reset=True)
+    cats: list = []
+    for j, col in enumerate(columns):
+        kind, declared = column_kind(col, j, names)
+        cats.append(None if kind in ("binary", "numeric") else label_order(label_values(col, j, names), declared))
+    return encode_columns(columns, cats, names), cats
+
+
 def encode_columns(
     columns: Sequence[Any], feature_categories: Sequence[Any] | None, names: Sequence[str] | None = None,
     *, allow_nan: bool = False,

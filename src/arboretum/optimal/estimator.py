@@ -14,7 +14,7 @@ from sklearn.utils.validation import _num_samples
 from .. import data as _data
 from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
-from ..binarizer import _sorted_labels, short_threshold
+from ..binarizer import short_threshold
 from ..data import InstanceOf, Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import HYPERPLANE, QUADRATIC, THRESHOLD, Tree, TreeBuilder, quadratic_features
 from . import _kernels as K
@@ -42,25 +42,6 @@ _OWN: dict = {
     "objective": [None, Options(("zero_one", "squared_error")),
                   InstanceOf(LeafObjective, "an arboretum.optimal.LeafObjective")],
 }
-
-
-def _raw_columns(X: Any, est: Any) -> tuple[np.ndarray, list]:
-    """``X`` at fit as one float matrix (categories as the codes of their sorted or declared labels)
-    and the category labels of every categorical column (None for numeric ones)."""
-    columns, _, names = _data.read_columns(X, est, reset=True)
-    cats: list = []
-    for j, col in enumerate(columns):
-        kind, declared = _data.column_kind(col, j, names)
-        if kind in ("binary", "numeric"):
-            cats.append(None)
-            continue
-        labels = _data.label_values(col, j, names)
-        seen = dict.fromkeys(labels.tolist())
-        order = [c for c in declared if c in seen] if declared is not None else _sorted_labels(list(seen))
-        arr = np.empty(len(order), dtype=object)
-        arr[:] = order
-        cats.append(arr)
-    return _data.encode_columns(columns, cats, names), cats
 
 
 def _check_weights(sample_weight: Any, n: int) -> np.ndarray | None:
@@ -220,7 +201,7 @@ class _OptimalTreeBase(TreeEstimator):
         first minimiser in rule order, spec G20) depends neither on the order
         of the rows nor on whether a sample is repeated or weighted.
         """
-        E, cats = _raw_columns(X, self)
+        E, cats = _data.raw_columns(X, self)
         self.binarizer_ = None
         keep = None if weight is None else weight > 0
         y_key = labels if labels is not None else target

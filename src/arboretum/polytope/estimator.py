@@ -22,10 +22,10 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples
 
+from .. import data as _data
 from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
-from ..optimal.estimator import _raw_columns
 from ..tree import POLYTOPE, Tree, TreeBuilder, polytope_intensity
 from . import search
 from ._torch import import_torch, resolve_device
@@ -186,13 +186,11 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         self._clock_ = clock
         seed = int(check_random_state(self.random_state).randint(2**31 - 1))
         self._gen = torch.Generator().manual_seed(seed)
-        E, cats = _raw_columns(X, self)
+        E, cats = _data.raw_columns(X, self)
         held_out = None if val is not None else self._validation_split(y, seed)
         if held_out is not None:
             E, y, E_val, y_val = E[held_out[0]], y[held_out[0]], E[held_out[1]], y[held_out[1]]
         elif val is not None:
-            from .. import data as _data
-
             columns, _, names = _data.read_columns(val[0], self, reset=False)
             E_val, y_val = _data.encode_columns(columns, cats, names or self._feature_names()), val[1]
             held_out = ()
