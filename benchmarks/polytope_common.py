@@ -204,10 +204,26 @@ def cart(depth: int, seed: int):
     return DecisionTreeClassifier(max_depth=depth, criterion="entropy", random_state=seed)
 
 
-def obliquetree(depth: int, seed: int):
-    from obliquetree import Classifier
+class Oblique:
+    """obliquetree's ``Classifier`` on integer-coded labels: it converts ``y`` to floats, so string labels
+    (Letter's) fail there; ``classes_`` maps its class columns back."""
 
-    return Classifier(max_depth=depth, random_state=seed)
+    def __init__(self, depth: int, seed: int) -> None:
+        from obliquetree import Classifier
+
+        self.model = Classifier(max_depth=depth, random_state=seed)
+
+    def fit(self, X, y):
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        self.model.fit(X, codes)
+        return self
+
+    def predict_proba(self, X):
+        return self.model.predict_proba(X)
+
+
+def obliquetree(depth: int, seed: int):
+    return Oblique(depth, seed)
 
 
 class SDT:
@@ -257,7 +273,7 @@ def evaluate(make: Callable[[], Any], Xtr, ytr, Xte, yte, binary_auc: bool) -> d
     est.fit(Xtr, ytr)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     proba = np.asarray(est.predict_proba(Xte))
-    classes = np.asarray(getattr(est, "classes_", np.unique(ytr)))  # obliquetree keeps no classes_
+    classes = np.asarray(getattr(est, "classes_", np.unique(ytr)))
     row = {"fit_s": wall, "cpu_s": cpu, "acc": accuracy_score(yte, classes[np.argmax(proba, 1)])}
     if binary_auc:
         row["auc"] = roc_auc_score(yte, proba[:, list(classes).index(1)])
