@@ -20,3 +20,37 @@ def test_argsort_stable_random_floats():
     for n in (1, 2, 3, 17, 64, 1000):
         a = rng.normal(size=n)
         np.testing.assert_array_equal(argsort_stable(a), np.argsort(a, kind="stable"))
+
+
+def test_kernel_clock_reads_perf_counters_clock():
+    import time
+
+    from numba import njit
+
+    from arboretum._numba import HAS_KERNEL_CLOCK, monotonic, seconds_left, stop_time
+
+    @njit
+    def read():
+        return monotonic()
+
+    @njit
+    def spin(seconds):
+        stop = stop_time(seconds)
+        n = 0
+        while monotonic() < stop:
+            n += 1
+        return n
+
+    if not HAS_KERNEL_CLOCK:  # kernels never stop on their own there
+        assert read() == 0.0 and spin(0.0) == 0
+        return
+    t0 = time.perf_counter()
+    k = read()
+    t1 = time.perf_counter()
+    assert t0 - 1e-3 <= k <= t1 + 1e-3  # the same clock as time.perf_counter (CLOCK_MONOTONIC)
+    t0 = time.perf_counter()
+    assert spin(0.05) > 0
+    assert 0.05 <= time.perf_counter() - t0 < 2.0
+    assert spin(0.0) == 0
+    assert seconds_left(None) == np.inf and seconds_left(time.perf_counter() - 1) == 0.0
+    assert 9.0 < seconds_left(time.perf_counter() + 10) <= 10.0

@@ -202,6 +202,45 @@ def test_deadline_returns_a_valid_tree_not_certified():
     assert not clf.optimal_ and clf.objective_ == (clf.predict(X) != y).sum()
 
 
+@pytest.mark.parametrize("n_features", [300, 2000])
+def test_deadline_holds_on_wide_data(n_features):
+    # 60 rows: the level above depth-2 problems runs in one numba call, whose features each cost
+    # about 60 * 60 * n_features; at 300 features it took 280 s under time_limit=2 before the kernel
+    # read the clock itself (and the depth-2 chunks were sized by m * m alone).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, n_features))
+    y = rng.integers(0, 2, 60)  # labels unrelated to X: no small tree is perfect, nothing ends early
+    clf = OptimalTreeClassifier(time_limit=0.3)  # max_splits=3: depth 3, the numba level
+    t0 = time.perf_counter()
+    with pytest.warns(Warning, match="time_limit"):
+        clf.fit(X, y)
+    assert time.perf_counter() - t0 - clf.compile_time_ < 0.3 * 1.1 + 0.5 + 1.0  # + 1 s for a loaded CI
+    assert not clf.optimal_ and clf.objective_ == (clf.predict(X) != y).sum() < 30
+
+
+def test_level_kernel_stops_at_once_with_the_leaf_and_says_so():
+    from arboretum.optimal.depth2 import level_solve
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 5))
+    y = (X[:, 0] > 0).astype(np.int64)
+    obj = make_objective(40, labels=y, n_classes=2)
+    search = axis_module._Search(X, obj, 1, None, None)
+    order = np.argsort(X, axis=0, kind="stable").T
+    ords = np.ascontiguousarray(order, dtype=np.int64)
+    vals = np.ascontiguousarray(np.take_along_axis(X.T, order, axis=1))
+    opts = np.array([(1, 1), (0, 2), (2, 0)], dtype=np.int64)
+    runs = {}
+    for seconds in (0.0, np.inf):
+        state, tree, counts = np.array([np.inf, -1.0, np.inf]), np.full(17, -1.0), np.zeros(4, dtype=np.int64)
+        done = level_solve(ords, vals, 40, *search._args(), 1, opts, True, True, search.gain, state, tree, counts,
+                           seconds)
+        runs[seconds] = done, state.copy()
+    assert runs[0.0][0] is False and runs[0.0][1][1] == 0.0  # stopped before any root: the leaf (20 errors)
+    assert runs[0.0][1][0] == min(y.sum(), 40 - y.sum())
+    assert runs[np.inf][0] is True and runs[np.inf][1][0] < runs[0.0][1][0]
+
+
 def test_pruning_skips_roots_and_keeps_the_optimum():
     from sklearn.datasets import load_iris
 

@@ -13,7 +13,9 @@ families do not each carry their own copy:
 * **Dirichlet-multinomial leaves**: the tabulated log-gamma terms
   (:func:`dirichlet_tables`, built once per data set with NumPy) and the one
   evaluator of a leaf's log marginal likelihood from them
-  (:func:`dm_log_lik`).
+  (:func:`dm_log_lik`);
+* **a clock** inside kernels (:func:`monotonic`, :func:`stop_time`), so that a
+  long kernel call can honour a fit's ``time_limit`` itself.
 
 Named tuples in kernels
 -----------------------
@@ -41,6 +43,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import sys
+import time
+
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
@@ -51,6 +56,7 @@ __all__ = [
     "mix64", "mix64_alt", "hash_words", "hash_words128",
     "rng_state", "next_u64", "uniform", "randint",
     "DirichletTables", "dirichlet_tables", "dm_log_lik",
+    "HAS_KERNEL_CLOCK", "monotonic", "stop_time", "seconds_left",
 ]
 
 
@@ -109,6 +115,52 @@ def popcount64(typingctx, x):  # pragma: no cover - compiled by numba
 
     return sig, codegen
 
+
+
+#: Whether kernels can read the clock (:func:`monotonic`): Linux's ``clock_gettime``.  Elsewhere
+#: :func:`monotonic` reads 0.0, so a kernel never stops on its own and limits are checked between
+#: kernel calls only (the kernels are split into calls short enough for that).
+HAS_KERNEL_CLOCK = sys.platform.startswith("linux")
+
+
+@intrinsic
+def monotonic(typingctx):  # pragma: no cover - compiled by numba
+    """Seconds of the monotonic clock, usable inside njit code (``clock_gettime(CLOCK_MONOTONIC)``,
+    the clock of :func:`time.perf_counter` on Linux, about 50 ns a read); 0.0 where
+    :data:`HAS_KERNEL_CLOCK` is False.  Compare only with :func:`stop_time` of the same kernel."""
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+
+        f64 = ir.DoubleType()
+        if not HAS_KERNEL_CLOCK:
+            return ir.Constant(f64, 0.0)
+        from numba.core import cgutils
+
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        timespec = ir.LiteralStructType([i64, i64])  # time_t tv_sec, long tv_nsec (64-bit Linux)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i32, [i32, timespec.as_pointer()]),
+                                            "clock_gettime")
+        ts = cgutils.alloca_once(builder, timespec)
+        builder.call(fn, [ir.Constant(i32, 1), ts])  # CLOCK_MONOTONIC
+        sec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 0)), f64)
+        nsec = builder.sitofp(builder.load(cgutils.gep_inbounds(builder, ts, 0, 1)), f64)
+        return builder.fadd(sec, builder.fmul(nsec, ir.Constant(f64, 1e-9)))
+
+    return types.float64(), codegen
+
+
+@njit(cache=True, inline="always")
+def stop_time(seconds):  # pragma: no cover - compiled by numba
+    """The :func:`monotonic` reading at which a kernel given ``seconds`` (``inf``: no limit) stops:
+    read once on entry, then ``monotonic() >= stop`` is the kernel's deadline test."""
+    return monotonic() + seconds
+
+
+def seconds_left(deadline: float | None) -> float:
+    """What a kernel gets for :func:`stop_time`: the seconds from now to ``deadline`` (a
+    :func:`time.perf_counter` reading, None: no limit), at least 0."""
+    return np.inf if deadline is None else max(0.0, deadline - time.perf_counter())
 
 
 @njit(cache=True, inline="always")

@@ -45,9 +45,10 @@ only thresholds between distinct values of ``S`` are tried.
 - **Cache**: results per (subset of points, k, depth): the optimum, or the
   lower bound a pruned call proved.
 - A small problem whose sides are depth-2 problems (``depth = 3``, or
-  ``k <= 3``) runs its level in one numba call,
+  ``k <= 3``) runs its level in numba,
   :func:`arboretum.optimal.depth2.level_solve` (the same search without the
-  cache and without deadline checks inside: Python's overhead dominated them).
+  cache: Python's overhead dominated it), which reads the deadline itself
+  between roots.
 
 The search reports ``n_examined`` root splits evaluated out of ``n_total``
 root splits considered (the rest were skipped by bounds), over all levels.
@@ -63,14 +64,16 @@ import numpy as np
 
 from .depth2 import (best_single_root, depth2_features, depth2_prepare, depth2_solve, feature_best_splits, leaf_of,
                      level_solve, sorted_columns, split_subset)
+from .._numba import seconds_left
 from .solver import Node, Solution
 
 __all__ = ["applies", "solve_axis"]
 
-#: Point visits (``m * m * features``) per depth-2 kernel call, so that a deadline is checked often enough.
+#: Point visits per depth-2 kernel call, so that a deadline is checked often enough: a root feature
+#: costs about ``m * m * features`` (its ``m`` roots, each side's best split over every feature).
 _KERNEL_CHUNK = 20_000_000
-#: Largest ``m * m * features`` whose level above depth-2 problems runs in one numba call (fast, but no
-#: deadline check and no cache inside; larger problems take the Python level).
+#: Largest ``m * m * features`` whose level above depth-2 problems runs in numba (fast, but no cache
+#: inside; larger problems take the Python level).
 _LEVEL_IN_NUMBA = 2_000_000
 
 
@@ -173,7 +176,7 @@ class _Search:
         args = self._args()
         state = np.array([math.inf, -1.0, bound])
         rec = np.full(6, -1, dtype=np.int64)
-        step = max(1, min(D, _KERNEL_CHUNK // max(1, m * m)))
+        step = max(1, min(D, _KERNEL_CHUNK // max(1, m * m * D)))
         if step >= D and not self._out_of_time():  # a small problem: one numba call
             depth2_solve(ords, vals, m, *args, self.nmin, max_k, self.lipschitz, self.gain, state, rec, self.counts)
         else:  # features in chunks, so that the deadline is checked
@@ -209,13 +212,14 @@ class _Search:
 
     def _level_numba(self, ords, vals, k, depth, bound):
         """:meth:`_level` for a small problem whose sides are depth-2 problems, in one numba call
-        (:func:`.depth2.level_solve`; no cache, no deadline check inside)."""
+        (:func:`.depth2.level_solve`; no cache inside, the deadline read between roots)."""
         opts = np.array(self._options(k, depth), dtype=np.int64)
         state = np.array([math.inf, -1.0, bound])
         tree = np.full(17, -1.0)
         monotone = self.nmin <= 1
-        level_solve(ords, vals, ords.shape[1], *self._args(), self.nmin, opts, self.lipschitz and monotone, monotone,
-                    self.gain, state, tree, self.counts)
+        if not level_solve(ords, vals, ords.shape[1], *self._args(), self.nmin, opts, self.lipschitz and monotone,
+                           monotone, self.gain, state, tree, self.counts, seconds_left(self.deadline)):
+            self.stopped = True
         if state[1] < 0 or not state[0] < bound:
             return None
         if state[1] == 0:

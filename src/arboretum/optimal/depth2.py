@@ -56,6 +56,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._numba import monotonic, stop_time
+
 __all__ = ["applies", "solve_depth2", "eval_root", "depth2_features", "depth2_prepare", "depth2_solve", "leaf_of",
            "split_subset"]
 
@@ -716,12 +718,15 @@ def _side_solve(o, v, mm, kk, bound, label, weight, target, mode, n_stats, nmin,
 
 @njit(cache=True)
 def level_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, opts, lipschitz, monotone, gain, state,
-                tree, counts):
+                tree, counts, seconds):
     """A level above depth-2 problems in one call (see :mod:`.axis`, whose Python level this mirrors for
     small problems): roots by bisection per feature, each root's sides solved (larger first, below a
     bound raised by the interval's half distance) with :func:`depth2_solve`; ``opts`` the budget options
     ``(k1, k2)`` (each at most 3, depth-2 trees).  ``state = [best cost, best k, bound]``; ``tree``
-    receives ``(d1, v1, k1, left's (k, d, v, dL, vL, dR, vR), right's)``."""
+    receives ``(d1, v1, k1, left's (k, d, v, dL, vL, dR, vR), right's)``.  Stops after ``seconds``
+    (read between roots: one feature's roots can take seconds on wide data) with the best tree found
+    so far in ``state``/``tree``; returns False then, True when the level was searched to the end."""
+    stop = stop_time(seconds)
     D = ords.shape[0]
     n_opt = opts.shape[0]
     leaf = leaf_of(ords, m, label, weight, target, mode, n_stats, nmin)
@@ -729,7 +734,7 @@ def level_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, opts,
         state[0] = leaf
         state[1] = 0.0
     if state[0] <= 0.0:
-        return
+        return True
     lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin, gain)
     N = 0
     for u in range(m):
@@ -770,6 +775,8 @@ def level_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, opts,
         pick = j0
         while True:
             if pick >= 0:
+                if monotonic() >= stop:
+                    return False
                 lo = stack[top, 0]
                 hi = stack[top, 1]
                 a = stack[top, 2]
@@ -859,7 +866,7 @@ def level_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, opts,
                             tree[10 + s] = outr[s]
                         u = min(state[2], c - gain)
                         if c <= 0.0:
-                            return
+                            return True
                 for o in range(n_opt):
                     LL[o, pick] = lbL[o]
                     RR[o, pick] = lbR[o]
@@ -912,3 +919,4 @@ def level_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, opts,
             stack[top, 1] = g
             stack[top, 2] = a
             stack[top, 3] = b
+    return True
