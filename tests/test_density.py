@@ -593,11 +593,12 @@ def _lagrange_reference(tables: tuple, term: np.ndarray, q: np.ndarray, mu: floa
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_lagrange_grid_equals_the_plain_programme(seed):
-    """The fast Method I tables (exact.leaf_terms: counts by a blocked zeta transform, leaf terms; the
-    Lagrangian pass in flat-index order, splits recomputed on demand) give bit for bit the values, leaf
-    counts and first splits of the plain programme over region_tables, and solve_exact the same tree."""
+    """The box tables (counts by a blocked zeta transform against a brute-force count; Method II's
+    histogram bound against its definition) and Method I's fast Lagrangian pass (exact.leaf_terms's leaf
+    terms; boxes in flat-index order, splits recomputed on demand) give bit for bit the leaf terms, values,
+    leaf counts and first splits of the plain programme in region_tables' order."""
     from arboretum.density import _kernels as KK
-    from arboretum.density.exact import _box_sums, leaf_terms, region_tables
+    from arboretum.density.exact import histogram_log_likelihood, leaf_terms, region_tables
     from scipy.special import gammaln
 
     rng = np.random.default_rng(seed)
@@ -608,7 +609,15 @@ def test_lagrange_grid_equals_the_plain_programme(seed):
     alpha = float(rng.choice([0.5, 1.0, 2.0]))
     tables = region_tables(X, q, w)
     counts, logv, _, strides, order = tables
-    assert np.array_equal(counts, _box_sums(X, q, w))
+    boxes = [tuple((r // int(s)) % (1 << int(k)) for s, k in zip(strides, q)) for r in order.tolist()]
+    inside = np.array([[all((m >> int(v)) & 1 for m, v in zip(box, x)) for x in X] for box in boxes])
+    assert np.array_equal(counts[order], inside @ w)  # the zeta transform against a brute-force count
+    plain = inside.sum(axis=1).astype(float)  # Method II's histogram bound, unweighted rows
+    hist = histogram_log_likelihood(X, q, region_tables(X, q)[0])[order]
+    uniq, n_x = np.unique(X, axis=0, return_counts=True)
+    in_u = np.array([[all((m >> int(v)) & 1 for m, v in zip(box, x)) for x in uniq] for box in boxes])
+    ref = [sum(c * math.log(c / nr) for c, ok in zip(n_x, row) if ok) for row, nr in zip(in_u, plain)]
+    assert np.allclose(hist, ref, rtol=1e-12, atol=1e-9)
     term, strides2 = leaf_terms(X, q, alpha, w)
     with np.errstate(invalid="ignore"):
         ref_term = np.where(counts > 0, gammaln(counts + alpha) - math.lgamma(alpha) - counts * logv, 0.0)

@@ -389,3 +389,23 @@ def leaf_terms_into(counts, log_pc, q, strides, lg, lg_alpha, term):
                 break
             digits[j] = 0
             j -= 1
+
+
+@njit(cache=True)
+def lookup_by_count(counts, table, out):
+    """``out[r] = table[counts[r]]`` for whole counts ``counts`` (a ``lgamma`` or ``log`` read from a
+    table of the values ``0 .. max count`` instead of computed for every box)."""
+    for r in range(counts.shape[0]):
+        out[r] = table[np.int64(counts[r])]
+
+
+@njit(cache=True)
+def histogram_into(counts, nlogn, log_table):
+    """In place, ``nlogn[r] <- nlogn[r] - n_r log n_r`` (0 for an empty box): the histogram
+    log-likelihood of every box from the box sums of ``n_x log n_x`` (``log_table[n] = log n``)."""
+    for r in range(counts.shape[0]):
+        n = counts[r]
+        if n > 0:
+            nlogn[r] = nlogn[r] - n * log_table[np.int64(n)]
+        else:
+            nlogn[r] = 0.0

@@ -98,20 +98,30 @@ def exact_size(q: np.ndarray, method: str, k_cap: int) -> tuple[int, int]:
     return grid, grid * (per + 8 * 3)
 
 
+def _strides(q: np.ndarray) -> np.ndarray:
+    """Flat-index strides of the box grid ``prod_j 2**q_j`` (the last feature varies fastest)."""
+    strides = np.ones(len(q), dtype=np.int64)
+    for j in range(len(q) - 2, -1, -1):
+        strides[j] = strides[j + 1] * (1 << int(q[j + 1]))
+    return strides
+
+
 def _box_sums(codes: np.ndarray, q: np.ndarray, weights: np.ndarray | float) -> np.ndarray:
-    """``sum`` of the rows' ``weights`` inside every box of the grid (a zeta transform, flat index)."""
-    dims = tuple(int(1 << int(x)) for x in q)
-    T = np.zeros(dims, dtype=np.float64)
-    idx = tuple((np.int64(1) << codes[:, j]) for j in range(len(q)))
-    np.add.at(T, idx, weights)
-    for j, qj in enumerate(q):  # subset sums along every axis (zeta transform)
-        T = np.moveaxis(T, j, -1)
-        shape = T.shape
-        for b in range(int(qj)):
-            V = T.reshape(shape[:-1] + (shape[-1] >> (b + 1), 2, 1 << b))
-            V[..., 1, :] += V[..., 0, :]
-        T = np.moveaxis(T, -1, j)
-    return np.ascontiguousarray(T).ravel()
+    """``sum`` of the rows' ``weights`` inside every box of the grid (a zeta transform, flat index;
+    :func:`._kernels.box_sums_into`)."""
+    q = np.asarray(q, dtype=np.int64)
+    w = np.broadcast_to(np.asarray(weights, dtype=np.float64), (codes.shape[0],))
+    out = np.empty(int(np.prod([1 << int(x) for x in q], dtype=np.int64)))
+    K.box_sums_into(np.ascontiguousarray(codes, dtype=np.int64), np.ascontiguousarray(w), q, _strides(q), out)
+    return out
+
+
+def _by_count(counts: np.ndarray, fn) -> np.ndarray:
+    """``fn(n)`` for the whole counts ``n`` of ``counts``, evaluated once per value ``0 .. max`` (numpy)."""
+    table = fn(np.arange(int(np.max(counts, initial=0)) + 1, dtype=np.float64))
+    out = np.empty(counts.shape[0])
+    K.lookup_by_count(counts, table, out)
+    return out
 
 
 def _configs(codes: np.ndarray, q: np.ndarray, config_counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -131,8 +141,10 @@ def histogram_log_likelihood(codes: np.ndarray, q: np.ndarray, counts: np.ndarra
     configs, cnt = _configs(codes, q, config_counts)
     cnt = cnt.astype(np.float64)
     nlogn = _box_sums(configs, np.asarray(q, dtype=np.int64), cnt * np.log(cnt))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(counts > 0, nlogn - counts * np.log(counts), 0.0)
+    with np.errstate(divide="ignore"):
+        log_table = np.log(np.arange(int(np.max(counts, initial=0)) + 1, dtype=np.float64))
+    K.histogram_into(counts, nlogn, log_table)
+    return nlogn
 
 
 def box_counts(codes: np.ndarray, q: np.ndarray,
@@ -147,10 +159,7 @@ def box_counts(codes: np.ndarray, q: np.ndarray,
         with np.errstate(divide="ignore"):
             lj = np.log(_popcounts(d).astype(np.float64))
         logv = (logv[:, None] + lj[None, :]).ravel()
-    strides = np.ones(len(q), dtype=np.int64)
-    for j in range(len(q) - 2, -1, -1):
-        strides[j] = strides[j + 1] * dims[j + 1]
-    return counts, logv, strides
+    return counts, logv, _strides(q)
 
 
 def leaf_terms(codes: np.ndarray, q: np.ndarray, alpha: float,
@@ -163,9 +172,7 @@ def leaf_terms(codes: np.ndarray, q: np.ndarray, alpha: float,
 
     q = np.asarray(q, dtype=np.int64)
     dims = [1 << int(x) for x in q]
-    strides = np.ones(len(q), dtype=np.int64)
-    for j in range(len(q) - 2, -1, -1):
-        strides[j] = strides[j + 1] * dims[j + 1]
+    strides = _strides(q)
     w = np.ones(codes.shape[0]) if config_counts is None else np.asarray(config_counts, dtype=np.float64)
     counts = np.empty(int(np.prod(dims, dtype=np.int64)))
     K.box_sums_into(np.ascontiguousarray(codes, dtype=np.int64), w, q, strides, counts)
@@ -192,20 +199,20 @@ def region_tables(codes: np.ndarray, q: np.ndarray,
 
 
 def _volumes_and_order(q: np.ndarray, strides: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(volumes capped at 2**40, strides, processing order)`` of every box: the order lists the boxes
-    with no empty mask, children (fewer categories) before parents."""
-    dims = tuple(int(1 << int(x)) for x in q)
+    """``(volumes capped at 2**40, strides, processing order)`` of every box (:func:`_order`)."""
     vol = np.ones(1, dtype=np.int64)
-    total_pc = np.zeros(1, dtype=np.int64)
+    for qj in q:
+        vol = np.minimum(vol[:, None] * _popcounts(1 << int(qj))[None, :], 1 << 40).ravel()
+    return vol, strides, _order(q)
+
+
+def _order(q: np.ndarray) -> np.ndarray:
+    """The boxes with no empty mask in increasing flat index: children before parents (a sub-box's masks
+    are subsets of its parent's, so its index is smaller)."""
     valid = np.ones(1, dtype=bool)
-    for d in dims:
-        pc = _popcounts(d)
-        vol = np.minimum(vol[:, None] * pc[None, :], 1 << 40).ravel()
-        total_pc = (total_pc[:, None] + pc[None, :]).ravel()
-        valid = (valid[:, None] & (pc > 0)[None, :]).ravel()
-    cand = np.flatnonzero(valid)
-    order = cand[np.argsort(total_pc[cand].astype(np.int16), kind="stable")].astype(np.int64)  # radix sort
-    return vol, strides, order
+    for qj in q:
+        valid = (valid[:, None] & (np.arange(1 << int(qj)) > 0)[None, :]).ravel()
+    return np.flatnonzero(valid).astype(np.int64)
 
 
 def _box(r: int, strides: np.ndarray, q: np.ndarray) -> tuple:
@@ -296,13 +303,13 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
         tree = _merge_chains(build(root, k_best))
         return ExactResult(tree, float(scores[k_best - 1]), n_regions, time.perf_counter() - t0)
 
-    _, _, order = _volumes_and_order(q, strides)
+    order = _order(q)
     best = np.full(counts.shape[0], -np.inf)
     choice_j = np.full(counts.shape[0], -1, dtype=np.int32)
     choice_b = np.zeros(counts.shape[0], dtype=np.int32)
     from scipy.special import gammaln
 
-    lg = gammaln(counts + alpha)
+    lg = _by_count(counts, lambda c: gammaln(c + alpha))
     hist = histogram_log_likelihood(codes, q, counts, config_counts)
     done = _run_chunks(lambda a, b: K.branch_sparse_dp(order, a, b, counts, logv, lg, hist, strides, q, float(lam),
                                                         float(alpha), best, choice_j, choice_b),
@@ -365,7 +372,7 @@ def leaf_sparse_lagrangian(tables: tuple, q: np.ndarray, n: float, lam: float, a
             term = np.where(counts > 0, gammaln(counts + alpha) - math.lgamma(alpha) - counts * logv, 0.0)
     N = term.shape[0]
     val = np.empty(N)
-    nleaf = np.empty(N, dtype=np.int64)
+    nleaf = np.empty(N, dtype=np.int32)  # a box has at most its volume of leaves (< 2**31 here)
     root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
     ks = np.arange(1, k_cap + 1)
     c = np.array([leaf_sparse_constant(int(k), n, lam, alpha) for k in range(1, k_cap + 2)])
