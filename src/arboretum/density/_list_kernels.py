@@ -322,17 +322,44 @@ def _grow(F, need):
 
 
 @njit(cache=True)
-def _apply_rule(rule_box, rule_bits, src, s_off, s_n, cov_in, dst, d_off, cov_out, cur):
+def _restricted_features(ant_boxes, full):
+    """``(feats, nfeat)``: the features whose mask antecedent ``a`` restricts (``ant_boxes[a, j] !=
+    full[j]``), ascending, in ``feats[a, :nfeat[a]]``."""
+    M, p = ant_boxes.shape
+    nfeat = np.zeros(M, dtype=np.int64)
+    width = 1
+    for a in range(M):
+        for j in range(p):
+            if ant_boxes[a, j] != full[j]:
+                nfeat[a] += 1
+        width = max(width, nfeat[a])
+    feats = np.zeros((M, width), dtype=np.int64)
+    for a in range(M):
+        t = 0
+        for j in range(p):
+            if ant_boxes[a, j] != full[j]:
+                feats[a, t] = j
+                t += 1
+    return feats, nfeat
+
+
+@njit(cache=True)
+def _apply_rule(rule_box, rule_feats, rule_nfeat, rule_bits, src, s_off, s_n, cov_in, dst, d_off, cov_out, cur):
     """Subtract one rule from the uncovered boxes ``src[s_off:s_off+s_n]`` into ``dst`` from ``d_off``
     (grown as needed) and its rows from ``cov_in`` into ``cov_out``; returns (dst, boxes written, the
-    leaf's volume, the leaf's rows).  More than ``MAX_FREE_BOXES`` boxes: volume NaN."""
+    leaf's volume, the leaf's rows).  More than ``MAX_FREE_BOXES`` boxes: volume NaN.
+
+    Only the features the rule restricts (``rule_feats[:rule_nfeat]``, ascending) can keep a box from
+    meeting it or cut pieces off it (every other mask of the rule is full, and no box has an empty
+    mask), so only they are tested; the pieces and the volume are those of the test over every feature."""
     p = rule_box.shape[0]
     nn = 0
     mine = 0.0
     for f in range(s_n):
         b = src[s_off + f]
         meets = True
-        for j in range(p):
+        for t in range(rule_nfeat):
+            j = rule_feats[t]
             if b[j] & rule_box[j] == 0:
                 meets = False
                 break
@@ -347,7 +374,8 @@ def _apply_rule(rule_box, rule_bits, src, s_off, s_n, cov_in, dst, d_off, cov_ou
         mine += inter
         for j in range(p):
             cur[j] = b[j]
-        for j in range(p):
+        for t in range(rule_nfeat):
+            j = rule_feats[t]
             if b[j] & rule_box[j] == b[j]:
                 continue
             dst[d_off + nn] = cur
@@ -373,8 +401,8 @@ def _leaf_term(c, vol, alpha):
 
 
 @njit(cache=True)
-def _evaluate_from(s0, rules, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot,
-                   n, alpha):
+def _evaluate_from(s0, rules, m, ant_bits, ant_boxes, ant_feats, ant_nfeat, F, off, nf, cov, pre, tot, G, goff,
+                   gnf, gcov, gpre, gtot, n, alpha):
     """Leaves ``s0 .. m`` of ``rules[:m]`` from the stored state at ``s0`` (arrays F, off, nf, cov, pre,
     tot) into the scratch state (G, goff, ...) at positions ``s0 + 1 .. m``; returns (G, sum of all
     leaf terms, ok).  ``ok`` False when an uncovered region needs more than ``MAX_FREE_BOXES`` boxes."""
@@ -387,8 +415,8 @@ def _evaluate_from(s0, rules, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot,
     d_off = 0
     for i in range(s0, m):
         a = rules[i]
-        G, nn, vol, c = _apply_rule(ant_boxes[a], ant_bits[a], src, s_off, s_n, cin, G, d_off, gcov[i + 1],
-                                      cur)
+        G, nn, vol, c = _apply_rule(ant_boxes[a], ant_feats[a], ant_nfeat[a], ant_bits[a], src, s_off, s_n, cin,
+                                    G, d_off, gcov[i + 1], cur)
         if np.isnan(vol):
             return G, -np.inf, False
         acc += _leaf_term(c, vol, alpha)
@@ -439,6 +467,7 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
         on[d[i]] = True
     new = np.empty(cap, dtype=np.int64)
     top = min(M, cap)
+    ant_feats, ant_nfeat = _restricted_features(ant_boxes, full)
     F = np.empty((64, p), dtype=np.uint64)
     G = np.empty((64, p), dtype=np.uint64)
     off = np.zeros(cap + 2, dtype=np.int64)
@@ -455,8 +484,8 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
     nf[0] = 1
     stale = True  # no state stored yet: evaluate proposals from position 0
     if likelihood:
-        G, s, ok = _evaluate_from(0, d, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G, goff, gnf, gcov,
-                                  gpre, gtot, n, alpha)
+        G, s, ok = _evaluate_from(0, d, m, ant_bits, ant_boxes, ant_feats, ant_nfeat, F, off, nf, cov, pre, tot,
+                                  G, goff, gnf, gcov, gpre, gtot, n, alpha)
         if ok:
             F = _commit(0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot)
             stale = False
@@ -472,8 +501,8 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
         lp_new = _log_prior(new, m_new, sizes, available, lam, eta)
         ok = True
         if likelihood:
-            G, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G,
-                                            goff, gnf, gcov, gpre, gtot, n, alpha)
+            G, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, ant_boxes, ant_feats, ant_nfeat, F, off, nf,
+                                            cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, n, alpha)
             if ok:
                 lp_new += s_terms - math.lgamma(n + (m_new + 1) * alpha)
                 if exact:
