@@ -181,15 +181,19 @@ def test_c14_incremental_equals_full():
         anneal(prob, n_cycles=10, trials_per_cycle=50, n_restarts=1, random_state=1, check_incremental=True)
 
 
-def test_c14_rule_list_incremental_chain_equals_full():
-    """The rule-list chain evaluates a proposal from the stored state of the first position it changes:
-    step for step the same chain as full recomputation, and its LP_III is the full one (to 1e-9)."""
+@pytest.mark.parametrize("q", [(3, 4, 2, 3, 2), (5, 3, 7, 2, 4, 6, 3, 5, 2, 7, 4, 3, 6, 5, 3, 4, 2, 7, 5, 3)])
+def test_c14_rule_list_incremental_chain_equals_full(q):
+    """The rule-list chain evaluates a proposal from the stored state of the first position it changes,
+    on packed boxes (the second domain's masks fill two words): step for step the same chain as full
+    recomputation, and its LP_III is the full one (to 1e-9)."""
     from arboretum.density import _list_kernels as LK
 
     rng = np.random.default_rng(0)
-    X = np.column_stack([rng.integers(0, k, 400) for k in (3, 4, 2, 3, 2)])
-    X[:150, 1] = X[:150, 0]  # structure, so that long lists are accepted
-    q = np.array([3, 4, 2, 3, 2])
+    X = np.column_stack([rng.integers(0, k, 400) for k in q])
+    X[:150, 1] = X[:150, 0] % q[1]  # structure, so that long lists are accepted
+    for j in range(2, len(q)):
+        X[: 40 * j, j] = X[: 40 * j, j - 1] % q[j]
+    q = np.array(q)
     ants = mine_antecedents(X, q, 2)
     M = len(ants.sizes)
     full = np.array([(1 << int(k)) - 1 for k in q], dtype=np.uint64)
