@@ -1,13 +1,13 @@
 """Before/after timings of the density models' slow Table 1 cells, measured in one run, alternating.
 
 The cells of ``benchmarks/results/density_table1.md`` that were above the paper's "best" time: the trees
-on Balance, Car, COMPAS (the exact solvers), and the rule lists on Bank Full, Chess, Mushroom (the
+on Balance, Car, COMPAS (the exact solvers) and Chess (annealing), and the rule lists on Bank Full, Chess, Mushroom (the
 Metropolis-Hastings step).  Timings on this shared 2-core machine move by 2-4x with the load, so both
 versions run here side by side (each from its own ``src``, its own numba cache, warmed up first), and the
 answers must agree: the same log posterior for the trees (``optimal_`` shown), the same list for the
 chains (a fixed ``n_iter``, one chain, seed 0).
 
-Usage: python benchmarks/density_speedups.py [--before-rev a2b774f] [--repeats 2]
+Usage: python benchmarks/density_speedups.py [--before-rev a2b774f] [--repeats 2] [--cells leaf,branch,list]
 Writes benchmarks/results/density_speedups.{csv,md}.
 """
 
@@ -27,7 +27,8 @@ import pandas as pd
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "results")
 CELLS = [("leaf", "Balance", {"lam": 5}), ("leaf", "Car", {"lam": 8}), ("leaf", "COMPAS", {"lam": 8}),
-         ("branch", "Balance", {"lam": 3}), ("branch", "Car", {"lam": 3}),
+         ("leaf", "Chess", {"lam": 5}), ("branch", "Balance", {"lam": 3}), ("branch", "Car", {"lam": 3}),
+         ("branch", "Chess", {"lam": 3}),
          ("list", "Bank Full", {"lam": 5, "eta": 2}), ("list", "Chess", {"lam": 7, "eta": 2}),
          ("list", "Mushroom", {"lam": 3, "eta": 1})]
 LIST_STEPS = 4000
@@ -70,16 +71,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before-rev", default="a2b774f")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--cells", default=None, help="methods to run, e.g. leaf,branch (default: all)")
     args = ap.parse_args()
+    cells = [c for c in CELLS if args.cells is None or c[0] in args.cells.split(",")]
     root = os.path.dirname(HERE)
     tmp = tempfile.mkdtemp(prefix="density-before-")
     subprocess.run(["git", "-C", root, "worktree", "add", "--detach", tmp, args.before_rev], check=True,
                    capture_output=True)
-    versions = {"before": (os.path.join(tmp, "src"), "/tmp/numba-density-before"),
-                "after": (os.path.join(root, "src"), "/tmp/numba-density-after")}
+    cache = os.environ.get("NUMBA_CACHE_DIR", "/tmp/numba-density")  # each version its own numba cache
+    versions = {"before": (os.path.join(tmp, "src"), cache + "-before"), "after": (os.path.join(root, "src"), cache)}
     rows = []
     try:
-        for cell in CELLS:
+        for cell in cells:
             for r in range(args.repeats):
                 for label, (src, cache) in versions.items():
                     res = run(src, cache, cell)
@@ -93,7 +96,8 @@ def main() -> None:
     g = df.groupby(["method", "dataset", "params", "version"], sort=False).agg(
         seconds=("seconds", "median"), log_posterior=("log_posterior", "first"), leaves=("leaves", "first"),
         optimal=("optimal", "first")).unstack("version")
-    lines = [f"`python benchmarks/density_speedups.py --before-rev {args.before_rev} --repeats {args.repeats}`  ",
+    cmd = " ".join(["python benchmarks/density_speedups.py"] + sys.argv[1:])
+    lines = [f"`{cmd}`  ",
              f"{platform.node()}, 2 cores shared by 4 engineers (load average {os.getloadavg()[0]:.1f} when "
              f"written), {time.strftime('%Y-%m-%d')}; median of {args.repeats} alternating runs per version; "
              f"trees: one fit (solver='auto'); lists: {LIST_STEPS} MH steps, one chain, no time limit.\n",

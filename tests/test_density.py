@@ -9,6 +9,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arboretum import (BranchSparseDensityTree, CategoricalDET, HistogramDensity, LeafSparseDensityTree,
                        SparseDensityRuleList)
@@ -179,15 +181,20 @@ def test_c14_incremental_equals_full():
         anneal(prob, n_cycles=10, trials_per_cycle=50, n_restarts=1, random_state=1, check_incremental=True)
 
 
-def test_c14_rule_list_incremental_chain_equals_full():
-    """The rule-list chain evaluates a proposal from the stored state of the first position it changes:
-    step for step the same chain as full recomputation, and its LP_III is the full one (to 1e-9)."""
+@pytest.mark.parametrize("q, steps", [((3, 4, 2, 3, 2), 3000),
+                                      ((5, 3, 7, 2, 4, 6, 3, 5, 2, 7, 4, 3, 6, 5, 3, 4, 2, 7, 5, 3), 600)])
+def test_c14_rule_list_incremental_chain_equals_full(q, steps):
+    """The rule-list chain evaluates a proposal from the stored state of the first position it changes,
+    on packed boxes (the second domain's masks fill two words): step for step the same chain as full
+    recomputation, and its LP_III is the full one (to 1e-9)."""
     from arboretum.density import _list_kernels as LK
 
     rng = np.random.default_rng(0)
-    X = np.column_stack([rng.integers(0, k, 400) for k in (3, 4, 2, 3, 2)])
-    X[:150, 1] = X[:150, 0]  # structure, so that long lists are accepted
-    q = np.array([3, 4, 2, 3, 2])
+    X = np.column_stack([rng.integers(0, k, 400) for k in q])
+    X[:150, 1] = X[:150, 0] % q[1]  # structure, so that long lists are accepted
+    for j in range(2, len(q)):
+        X[: 40 * j, j] = X[: 40 * j, j - 1] % q[j]
+    q = np.array(q)
     ants = mine_antecedents(X, q, 2)
     M = len(ants.sizes)
     full = np.array([(1 << int(k)) - 1 for k in q], dtype=np.uint64)
@@ -202,8 +209,8 @@ def test_c14_rule_list_incremental_chain_equals_full():
         lp = LK.list_log_posterior(d, 3, *args)
         best = np.zeros(66)
         best[1] = -np.inf
-        trace, lens = np.empty(3000), np.empty(3000, dtype=np.int64)
-        m, lp = kernel(d, 3, lp, 3000, *args, 64, best, trace, lens, 0, np.zeros((0, 65), dtype=np.int64))
+        trace, lens = np.empty(steps), np.empty(steps, dtype=np.int64)
+        m, lp = kernel(d, 3, lp, steps, *args, 64, best, trace, lens, 0, np.zeros((0, 65), dtype=np.int64))
         assert lp == pytest.approx(LK.list_log_posterior(d, m, *args), abs=1e-9)
         outs.append((d[:m].copy(), lens.copy(), trace.copy(), best.copy()))
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
@@ -559,3 +566,71 @@ def test_bounded_exact_certifies_beyond_the_plain_solver(monkeypatch):
     est = LeafSparseDensityTree(lam=4, n_restarts=1, n_cycles=3, trials_per_cycle=10, random_state=0).fit(X)
     assert est.optimal_ and est.gap_ == 0.0
     assert est.log_posterior_ == pytest.approx(plain.log_posterior_, abs=1e-9)
+
+
+def _lagrange_reference(tables: tuple, term: np.ndarray, q: np.ndarray, mu: float) -> tuple:
+    """The Lagrangian programme written plainly: boxes in ``region_tables``' order (fewest categories
+    first), every bipartition of every feature, ties to the fewest leaves then the first split met."""
+    _, _, _, strides, order = tables
+    val, nleaf, split = {}, {}, {}
+    for r in order.tolist():
+        v, kk, bj, ba = term[r] + mu, 1, -1, 0
+        for j in range(len(q)):
+            m = (r // int(strides[j])) % (1 << int(q[j]))
+            if m & (m - 1) == 0:
+                continue
+            low = m & -m
+            sub = rest = m ^ low
+            while True:
+                a = low | sub
+                if a != m:
+                    ra, rb = r + (a - m) * int(strides[j]), r - a * int(strides[j])
+                    s, nl = val[ra] + val[rb], nleaf[ra] + nleaf[rb]
+                    if s > v or (s == v and nl < kk):
+                        v, kk, bj, ba = s, nl, j, a
+                if sub == 0:
+                    break
+                sub = (sub - 1) & rest
+        val[r], nleaf[r], split[r] = v, kk, (bj, ba)
+    return val, nleaf, split
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_lagrange_grid_equals_the_plain_programme(seed):
+    """The box tables (counts by a blocked zeta transform against a brute-force count; Method II's
+    histogram bound against its definition) and Method I's fast Lagrangian pass (exact.leaf_terms's leaf
+    terms; boxes in flat-index order, splits recomputed on demand) give bit for bit the leaf terms, values,
+    leaf counts and first splits of the plain programme in region_tables' order."""
+    from arboretum.density import _kernels as KK
+    from arboretum.density.exact import histogram_log_likelihood, leaf_terms, region_tables
+    from scipy.special import gammaln
+
+    rng = np.random.default_rng(seed)
+    q = rng.integers(1, 5, size=rng.integers(1, 4)).astype(np.int64)
+    n = int(rng.integers(1, 60))
+    X = np.column_stack([rng.integers(0, int(k), size=n) for k in q]).astype(np.int64)
+    w = rng.integers(1, 4, size=n).astype(np.float64)
+    alpha = float(rng.choice([0.5, 1.0, 2.0]))
+    tables = region_tables(X, q, w)
+    counts, logv, _, strides, order = tables
+    boxes = [tuple((r // int(s)) % (1 << int(k)) for s, k in zip(strides, q)) for r in order.tolist()]
+    inside = np.array([[all((m >> int(v)) & 1 for m, v in zip(box, x)) for x in X] for box in boxes])
+    assert np.array_equal(counts[order], inside @ w)  # the zeta transform against a brute-force count
+    plain = inside.sum(axis=1).astype(float)  # Method II's histogram bound, unweighted rows
+    hist = histogram_log_likelihood(X, q, region_tables(X, q)[0])[order]
+    uniq, n_x = np.unique(X, axis=0, return_counts=True)
+    in_u = np.array([[all((m >> int(v)) & 1 for m, v in zip(box, x)) for x in uniq] for box in boxes])
+    ref = [sum(c * math.log(c / nr) for c, ok in zip(n_x, row) if ok) for row, nr in zip(in_u, plain)]
+    assert np.allclose(hist, ref, rtol=1e-12, atol=1e-9)
+    term, strides2 = leaf_terms(X, q, alpha, w)
+    with np.errstate(invalid="ignore"):
+        ref_term = np.where(counts > 0, gammaln(counts + alpha) - math.lgamma(alpha) - counts * logv, 0.0)
+    assert np.array_equal(strides, strides2) and np.array_equal(term[order], ref_term[order])
+    for mu in (float(rng.normal(0, 3)), -float(rng.exponential(8))):
+        val, nleaf = np.empty(term.shape[0]), np.empty(term.shape[0], dtype=np.int64)
+        KK.leaf_sparse_lagrange_grid(term, strides, q, mu, val, nleaf)
+        rv, rk, rs = _lagrange_reference(tables, ref_term, q, mu)
+        for r in order.tolist():
+            assert val[r] == rv[r] and nleaf[r] == rk[r]
+            assert tuple(int(x) for x in KK.lagrange_split(r, term, strides, q, mu, val, nleaf)) == rs[r]

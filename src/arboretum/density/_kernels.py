@@ -6,8 +6,11 @@
 - the first leaf (or rule) whose box holds a configuration (:func:`first_match`);
 - the exact dynamic programmes over categorical boxes (spec §6.5):
   :func:`leaf_sparse_dp` (Method I, best sum of leaf terms with exactly k
-  leaves, knapsack over binary bipartitions) and :func:`branch_sparse_dp`
-  (Method II, best subtree over multiway set partitions).
+  leaves, knapsack over binary bipartitions), :func:`leaf_sparse_lagrange_grid`
+  (its Lagrangian relaxation, one value per box) and :func:`branch_sparse_dp`
+  (Method II, best subtree over multiway set partitions);
+- the box tables they read: :func:`box_sums_into` (counts of every box),
+  :func:`leaf_terms_into` (Method I's leaf terms).
 
 Regions are boxes ``(m_0, ..., m_{p-1})`` of category masks, indexed
 ``r = sum_j m_j * stride_j`` over the grid ``prod_j 2**q_j``.
@@ -252,43 +255,157 @@ def branch_sparse_dp(order, start, stop, counts, logv, lg, hist, strides, q, lam
 
 
 @njit(cache=True)
-def leaf_sparse_lagrange(order, term, strides, q, mu, val, nleaf, arg_j, arg_a):
+def _lagrange_box(r, digits, term, strides, q, mu, val, nleaf):
+    """One box of :func:`leaf_sparse_lagrange_grid`: ``(value, leaves, feature, mask)`` of the best
+    tree on region ``r`` (``digits[j]`` its category mask of feature ``j``; every sub-box solved)."""
+    v = term[r] + mu
+    kk = 1
+    bj = -1
+    ba = 0
+    for j in range(q.shape[0]):
+        m = digits[j]
+        if m & (m - 1) == 0:  # one category: no split along j
+            continue
+        sj = strides[j]
+        low = m & (-m)
+        rest = m ^ low
+        sub = rest
+        while True:
+            a = low | sub
+            if a != m:
+                ra = r + (a - m) * sj
+                rb = r - a * sj
+                s = val[ra] + val[rb]
+                nl = nleaf[ra] + nleaf[rb]
+                if s > v or (s == v and nl < kk):
+                    v = s
+                    kk = nl
+                    bj = j
+                    ba = a
+            if sub == 0:
+                break
+            sub = (sub - 1) & rest
+    return v, kk, bj, ba
+
+
+@njit(cache=True)
+def leaf_sparse_lagrange_grid(term, strides, q, mu, val, nleaf):
     """Method I, Lagrangian relaxation of the number of leaves: ``val[r]`` = the largest sum over the
-    leaves of a tree on region ``r`` of ``leaf term + mu`` (no ``k`` dimension), ``nleaf[r]`` its
-    number of leaves (the fewest among ties), ``arg_j``/``arg_a`` its first bipartition (-1: a leaf).
-    Then ``max over trees with K leaves of sum(leaf terms) <= val[root] - mu K`` for every ``K``
-    (``term[r]``: the leaf term of region ``r``)."""
+    leaves of a tree on region ``r`` of ``leaf term + mu`` (no ``k`` dimension), ``nleaf[r]`` its number
+    of leaves (the fewest among ties; then the first feature, then the first bipartition in the
+    enumeration order).  Then ``max over trees with K leaves of sum(leaf terms) <= val[root] - mu K`` for
+    every ``K`` (``term[r]``: the leaf term of region ``r``).
+
+    The boxes run in increasing flat index (a sub-box has a smaller index: each of its masks is a
+    subset, so no larger), their masks kept by an odometer rather than divisions, boxes with an empty mask
+    skipped (no tree reads them); the first bipartition of a box is recomputed on demand
+    (:func:`lagrange_split`) rather than stored."""
     p = q.shape[0]
-    for t in range(order.shape[0]):
-        r = order[t]
-        v = term[r] + mu
-        kk = 1
-        bj = -1
-        ba = 0
-        for j in range(p):
-            m = (r // strides[j]) % (1 << q[j])
-            if _popcount_small(m) < 2:
-                continue
-            low = m & (-m)
-            rest = m ^ low
-            sub = rest
-            while True:
-                a = low | sub
-                b = m ^ a
-                if b != 0:
-                    ra = r + (a - m) * strides[j]
-                    rb = r + (b - m) * strides[j]
-                    s = val[ra] + val[rb]
-                    nl = nleaf[ra] + nleaf[rb]
-                    if s > v or (s == v and nl < kk):
-                        v = s
-                        kk = nl
-                        bj = j
-                        ba = a
-                if sub == 0:
-                    break
-                sub = (sub - 1) & rest
+    digits = np.ones(p, dtype=np.int64)
+    r = 0
+    for j in range(p):
+        r += strides[j]
+    while True:
+        v, kk, _, _ = _lagrange_box(r, digits, term, strides, q, mu, val, nleaf)
         val[r] = v
         nleaf[r] = kk
-        arg_j[r] = bj
-        arg_a[r] = ba
+        j = p - 1  # next box: increment the last mask, carry (masks run 1 .. 2**q_j - 1)
+        while j >= 0:
+            if digits[j] < (1 << q[j]) - 1:
+                digits[j] += 1
+                r += strides[j]
+                break
+            r -= (digits[j] - 1) * strides[j]
+            digits[j] = 1
+            j -= 1
+        if j < 0:
+            return
+
+
+@njit(cache=True)
+def lagrange_split(r, term, strides, q, mu, val, nleaf):
+    """``(feature, mask)`` of the first bipartition of region ``r``'s best tree after
+    :func:`leaf_sparse_lagrange_grid` (feature -1: a leaf)."""
+    p = q.shape[0]
+    digits = np.empty(p, dtype=np.int64)
+    for j in range(p):
+        digits[j] = (r // strides[j]) % (1 << q[j])
+    _, _, bj, ba = _lagrange_box(r, digits, term, strides, q, mu, val, nleaf)
+    return bj, ba
+
+
+@njit(cache=True)
+def box_sums_into(configs, weights, q, strides, out):
+    """``out[r]`` = the sum of ``weights`` of the rows ``configs`` inside box ``r``, for every box of the
+    grid (flat index): the rows scattered to their singleton boxes, then a subset-sum (zeta) transform
+    along every feature, one pass over memory per feature (blocks of the contiguous inner index stay in
+    cache while all of the feature's bits are summed)."""
+    out[:] = 0.0
+    p = q.shape[0]
+    for i in range(configs.shape[0]):
+        r = 0
+        for j in range(p):
+            r += (np.int64(1) << configs[i, j]) * strides[j]
+        out[r] += weights[i]
+    N = out.shape[0]
+    block = 256
+    for j in range(p):
+        d = np.int64(1) << q[j]
+        s = strides[j]
+        span = d * s
+        for high in range(0, N, span):
+            for i0 in range(0, s, block):
+                i1 = min(i0 + block, s)
+                for b in range(q[j]):
+                    bit = np.int64(1) << b
+                    for m in range(d):
+                        if m & bit:
+                            dst = high + m * s
+                            src = high + (m ^ bit) * s
+                            for i in range(i0, i1):
+                                out[dst + i] += out[src + i]
+
+
+@njit(cache=True)
+def leaf_terms_into(counts, log_pc, q, strides, lg, lg_alpha, term):
+    """``term[r] = lg[n_r] - lg_alpha - n_r log V_r`` (0 for an empty box): Method I's leaf term of every
+    box with whole counts ``counts``, ``lg[n] = lgamma(n + alpha)``, ``log V_r`` summed feature by feature
+    from ``log_pc[j, m] = log(popcount(m))`` (boxes with an empty mask get -inf or nan: never read)."""
+    p = q.shape[0]
+    digits = np.zeros(p, dtype=np.int64)
+    for r in range(counts.shape[0]):
+        n = counts[r]
+        if n > 0:
+            lv = 0.0
+            for j in range(p):
+                lv += log_pc[j, digits[j]]
+            term[r] = lg[np.int64(n)] - lg_alpha - n * lv
+        else:
+            term[r] = 0.0
+        j = p - 1
+        while j >= 0:
+            digits[j] += 1
+            if digits[j] < (np.int64(1) << q[j]):
+                break
+            digits[j] = 0
+            j -= 1
+
+
+@njit(cache=True)
+def lookup_by_count(counts, table, out):
+    """``out[r] = table[counts[r]]`` for whole counts ``counts`` (a ``lgamma`` or ``log`` read from a
+    table of the values ``0 .. max count`` instead of computed for every box)."""
+    for r in range(counts.shape[0]):
+        out[r] = table[np.int64(counts[r])]
+
+
+@njit(cache=True)
+def histogram_into(counts, nlogn, log_table):
+    """In place, ``nlogn[r] <- nlogn[r] - n_r log n_r`` (0 for an empty box): the histogram
+    log-likelihood of every box from the box sums of ``n_x log n_x`` (``log_table[n] = log n``)."""
+    for r in range(counts.shape[0]):
+        n = counts[r]
+        if n > 0:
+            nlogn[r] = nlogn[r] - n * log_table[np.int64(n)]
+        else:
+            nlogn[r] = 0.0

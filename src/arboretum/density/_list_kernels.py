@@ -322,38 +322,117 @@ def _grow(F, need):
 
 
 @njit(cache=True)
-def _apply_rule(rule_box, rule_bits, src, s_off, s_n, cov_in, dst, d_off, cov_out, cur):
-    """Subtract one rule from the uncovered boxes ``src[s_off:s_off+s_n]`` into ``dst`` from ``d_off``
-    (grown as needed) and its rows from ``cov_in`` into ``cov_out``; returns (dst, boxes written, the
-    leaf's volume, the leaf's rows).  More than ``MAX_FREE_BOXES`` boxes: volume NaN."""
-    p = rule_box.shape[0]
+def _restricted_features(ant_boxes, full):
+    """``(feats, nfeat)``: the features whose mask antecedent ``a`` restricts (``ant_boxes[a, j] !=
+    full[j]``), ascending, in ``feats[a, :nfeat[a]]``."""
+    M, p = ant_boxes.shape
+    nfeat = np.zeros(M, dtype=np.int64)
+    width = 1
+    for a in range(M):
+        for j in range(p):
+            if ant_boxes[a, j] != full[j]:
+                nfeat[a] += 1
+        width = max(width, nfeat[a])
+    feats = np.zeros((M, width), dtype=np.int64)
+    for a in range(M):
+        t = 0
+        for j in range(p):
+            if ant_boxes[a, j] != full[j]:
+                feats[a, t] = j
+                t += 1
+    return feats, nfeat
+
+
+@njit(cache=True)
+def _segments(full):
+    """Packed boxes: feature ``j``'s category mask lives in word ``word[j]`` at bit ``shift[j]`` (a
+    segment never straddles two words); ``seg[j]`` is the segment's mask; returns (word, shift, seg,
+    number of words)."""
+    p = full.shape[0]
+    word = np.zeros(p, dtype=np.int64)
+    shift = np.zeros(p, dtype=np.int64)
+    seg = np.zeros(p, dtype=np.uint64)
+    w, at = 0, 0
+    for j in range(p):
+        width = 0
+        x = full[j]
+        while x != 0:
+            width += 1
+            x >>= np.uint64(1)
+        if at + width > 64:
+            w += 1
+            at = 0
+        word[j] = w
+        shift[j] = at
+        seg[j] = full[j] << np.uint64(at)
+        at += width
+    return word, shift, seg, w + 1
+
+
+@njit(cache=True)
+def _pack(box, word, shift, out):
+    out[:] = 0
+    for j in range(box.shape[0]):
+        out[word[j]] |= box[j] << np.uint64(shift[j])
+
+
+@njit(cache=True)
+def _packed_volume(b, word, seg):
+    """``prod_j popcount(mask_j)`` of a packed box, factors in feature order (as :func:`_box_volume`)."""
+    v = 1.0
+    for j in range(word.shape[0]):
+        v *= popcount64(b[word[j]] & seg[j])
+    return v
+
+
+@njit(cache=True)
+def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, s_off, s_n, cov_in, dst, d_off, cov_out, cur, word,
+                seg):
+    """Subtract one rule (packed box ``rule``) from the uncovered packed boxes ``src[s_off:s_off+s_n]`` into
+    ``dst`` from ``d_off`` (grown as needed) and its rows from ``cov_in`` into ``cov_out``; returns (dst,
+    boxes written, the leaf's volume, the leaf's rows).  More than ``MAX_FREE_BOXES`` boxes: volume NaN.
+
+    Boxes are packed (:func:`_segments`: all the masks in a few words), so a box that the rule misses is
+    copied as a few words.  Only the features the rule restricts (``rule_feats[:rule_nfeat]``, ascending)
+    can keep a box from meeting it or cut pieces off it (every other mask of the rule is full, and no box
+    has an empty mask); the pieces, their order and the volume (factors in feature order) are those of
+    box subtraction over every feature, :func:`list_volumes`."""
+    W2 = rule.shape[0]
+    p = word.shape[0]
     nn = 0
     mine = 0.0
     for f in range(s_n):
         b = src[s_off + f]
         meets = True
-        for j in range(p):
-            if b[j] & rule_box[j] == 0:
+        for t in range(rule_nfeat):
+            j = rule_feats[t]
+            if b[word[j]] & rule[word[j]] & seg[j] == 0:
                 meets = False
                 break
-        dst = _grow(dst, d_off + nn + p + 1)
+        dst = _grow(dst, d_off + nn + rule_nfeat + 1)
         if not meets:
-            dst[d_off + nn] = b
+            for w in range(W2):
+                dst[d_off + nn, w] = b[w]
             nn += 1
             continue
         inter = 1.0
         for j in range(p):
-            inter *= popcount64(b[j] & rule_box[j])
+            inter *= popcount64(b[word[j]] & rule[word[j]] & seg[j])
         mine += inter
-        for j in range(p):
-            cur[j] = b[j]
-        for j in range(p):
-            if b[j] & rule_box[j] == b[j]:
+        for w in range(W2):
+            cur[w] = b[w]
+        for t in range(rule_nfeat):
+            j = rule_feats[t]
+            w = word[j]
+            bj = b[w] & seg[j]
+            rj = rule[w] & seg[j]
+            if bj & rj == bj:
                 continue
-            dst[d_off + nn] = cur
-            dst[d_off + nn, j] = b[j] & ~rule_box[j]
+            for x in range(W2):
+                dst[d_off + nn, x] = cur[x]
+            dst[d_off + nn, w] = (cur[w] & ~seg[j]) | (bj & ~rj)
             nn += 1
-            cur[j] = b[j] & rule_box[j]
+            cur[w] = (cur[w] & ~seg[j]) | (bj & rj)
     c = 0
     for w in range(cov_in.shape[0]):
         x = rule_bits[w] & ~cov_in[w]
@@ -373,22 +452,22 @@ def _leaf_term(c, vol, alpha):
 
 
 @njit(cache=True)
-def _evaluate_from(s0, rules, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot,
-                   n, alpha):
+def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, off, nf, cov, pre, tot, G,
+                   goff, gnf, gcov, gpre, gtot, n, alpha):
     """Leaves ``s0 .. m`` of ``rules[:m]`` from the stored state at ``s0`` (arrays F, off, nf, cov, pre,
     tot) into the scratch state (G, goff, ...) at positions ``s0 + 1 .. m``; returns (G, sum of all
     leaf terms, ok).  ``ok`` False when an uncovered region needs more than ``MAX_FREE_BOXES`` boxes."""
     src, s_off, s_n = F, off[s0], nf[s0]
     cin = cov[s0]
-    cur = np.empty(ant_boxes.shape[1], dtype=np.uint64)
+    cur = np.empty(packed.shape[1], dtype=np.uint64)
     acc = pre[s0]
     total = tot[s0]
     goff[s0] = 0
     d_off = 0
     for i in range(s0, m):
         a = rules[i]
-        G, nn, vol, c = _apply_rule(ant_boxes[a], ant_bits[a], src, s_off, s_n, cin, G, d_off, gcov[i + 1],
-                                      cur)
+        G, nn, vol, c = _apply_rule(packed[a], ant_feats[a], ant_nfeat[a], ant_bits[a], src, s_off, s_n, cin,
+                                    G, d_off, gcov[i + 1], cur, word, seg)
         if np.isnan(vol):
             return G, -np.inf, False
         acc += _leaf_term(c, vol, alpha)
@@ -402,7 +481,7 @@ def _evaluate_from(s0, rules, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot,
         d_off += nn
     rest = 0.0
     for f in range(s_n):
-        rest += _box_volume(src[s_off + f])
+        rest += _packed_volume(src[s_off + f], word, seg)
     acc += _leaf_term(n - total, rest, alpha)
     return G, acc, True
 
@@ -432,15 +511,19 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
     cut: where it was; move: the earlier of the two positions), so the unchanged prefix costs nothing.
     Same chain, same arguments and result as :func:`mh_steps` (up to rounding of the sums)."""
     M = sizes.shape[0]
-    p = full.shape[0]
     W = ant_bits.shape[1]
     on = np.zeros(M, dtype=np.bool_)
     for i in range(m):
         on[d[i]] = True
     new = np.empty(cap, dtype=np.int64)
     top = min(M, cap)
-    F = np.empty((64, p), dtype=np.uint64)
-    G = np.empty((64, p), dtype=np.uint64)
+    ant_feats, ant_nfeat = _restricted_features(ant_boxes, full)
+    word, shift, seg, W2 = _segments(full)
+    packed = np.empty((M, W2), dtype=np.uint64)
+    for a in range(M):
+        _pack(ant_boxes[a], word, shift, packed[a])
+    F = np.empty((64, W2), dtype=np.uint64)
+    G = np.empty((64, W2), dtype=np.uint64)
     off = np.zeros(cap + 2, dtype=np.int64)
     nf = np.zeros(cap + 2, dtype=np.int64)
     cov = np.zeros((cap + 2, W), dtype=np.uint64)
@@ -451,12 +534,12 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
     gcov = np.zeros((cap + 2, W), dtype=np.uint64)
     gpre = np.zeros(cap + 2)
     gtot = np.zeros(cap + 2, dtype=np.int64)
-    F[0] = full
+    _pack(full, word, shift, F[0])
     nf[0] = 1
     stale = True  # no state stored yet: evaluate proposals from position 0
     if likelihood:
-        G, s, ok = _evaluate_from(0, d, m, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G, goff, gnf, gcov,
-                                  gpre, gtot, n, alpha)
+        G, s, ok = _evaluate_from(0, d, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, off, nf, cov, pre,
+                                  tot, G, goff, gnf, gcov, gpre, gtot, n, alpha)
         if ok:
             F = _commit(0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot)
             stale = False
@@ -472,8 +555,8 @@ def mh_steps_incremental(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, availabl
         lp_new = _log_prior(new, m_new, sizes, available, lam, eta)
         ok = True
         if likelihood:
-            G, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, ant_boxes, F, off, nf, cov, pre, tot, G,
-                                            goff, gnf, gcov, gpre, gtot, n, alpha)
+            G, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, off,
+                                            nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, n, alpha)
             if ok:
                 lp_new += s_terms - math.lgamma(n + (m_new + 1) * alpha)
                 if exact:

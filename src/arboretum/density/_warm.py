@@ -9,7 +9,9 @@ from . import _kernels as K
 from . import _list_kernels as LK
 
 
-@register("density", lambda: [(K.leaf_sparse_dp, None), (K.leaf_sparse_lagrange, None),
+@register("density", lambda: [(K.leaf_sparse_dp, None), (K.leaf_sparse_lagrange_grid, None),
+                              (K.lagrange_split, None), (K.box_sums_into, None), (K.leaf_terms_into, None),
+                              (K.lookup_by_count, None), (K.histogram_into, None),
                               (K.branch_sparse_dp, None), (K.first_match, None),
                               (K.list_counts, None), (K.and_into, None), (K.block_bits, None),
                               (LK.mh_steps_incremental, None), (LK.prior_list, None), (LK.list_log_posterior, None)])

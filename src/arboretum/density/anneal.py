@@ -33,6 +33,7 @@ sum of node terms (and of the number of leaves).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -120,12 +121,22 @@ class _Node:
         return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _logv(box: tuple) -> float:
+    """``log V`` of a box (memoised: the moves meet the same boxes again and again)."""
     return sum(math.log(int(m).bit_count()) for m in box)
 
 
 def _stats(prob: Problem, node: _Node) -> tuple[int, float]:
+    """(leaves, sum of node terms) of the subtree of ``node``; Method I's internal nodes add nothing."""
     k, s = 0, 0.0
+    if prob.method == "leaf":
+        alpha = prob.alpha
+        for v in node.walk():
+            if not v.children:
+                s += leaf_term(v.n, v.logv, alpha)
+                k += 1
+        return k, s
     for v in node.walk():
         s += prob.term(v)
         if not v.children:
@@ -165,8 +176,13 @@ def _random_bipartition(rng: np.random.Generator, mask: int) -> tuple[int, int]:
 def _view(root: _Node) -> tuple[list, list, list]:
     """(every node, the leaves, the parents whose children are all leaves) of a tree, in pre-order."""
     nodes = root.walk()
-    bottom = [v for v in nodes if v.children and all(not c.children for c in v.children)]
-    return nodes, [v for v in nodes if not v.children], bottom
+    leaves, bottom = [], []
+    for v in nodes:
+        if not v.children:
+            leaves.append(v)
+        elif not any(c.children for c in v.children):
+            bottom.append(v)
+    return nodes, leaves, bottom
 
 
 class _Move:

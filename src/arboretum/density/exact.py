@@ -35,8 +35,14 @@ bottom-up table over *every* box (work and memory ~ the number of boxes,
 (Method I's number of leaves, Method II's leaf-certain boxes) and certify, the
 limits are honoured, and the anytime answer with a gap comes from the
 Lagrangian tree or annealing plus the bounds, not from the search itself.  A
-top-down best-first search visiting only the boxes the bounds leave open (and
-improving an incumbent as it goes) would reach larger domains; it is not built.
+top-down search pays off only where a per-box bound prunes most splits; with
+the library's bounds it does not on the small full-factorial domains where the
+table's fixed cost shows (Balance, Car): even given every box's exact value, a
+search would open 77-96% of the boxes, the bound being n log(V/D) (87 and 239
+nats) above the root's value (``benchmarks/density_bestfirst_reach.py``).  So
+the table stays, made cheap instead: counts by a blocked zeta transform, leaf
+terms from tables of whole counts, boxes in flat-index order (a sub-box has a
+smaller index) with odometer masks, splits recomputed only along the answer.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from .posterior import leaf_sparse_constant
 from .space import distinct_configurations
 
 __all__ = ["DensityNode", "ExactResult", "LagrangeResult", "exact_size", "solve_exact", "region_tables",
-           "leaf_sparse_lagrangian"]
+           "box_counts", "leaf_sparse_lagrangian"]
 
 
 @dataclass
@@ -98,20 +104,30 @@ def exact_size(q: np.ndarray, method: str, k_cap: int) -> tuple[int, int]:
     return grid, grid * (per + 8 * 3)
 
 
+def _strides(q: np.ndarray) -> np.ndarray:
+    """Flat-index strides of the box grid ``prod_j 2**q_j`` (the last feature varies fastest)."""
+    strides = np.ones(len(q), dtype=np.int64)
+    for j in range(len(q) - 2, -1, -1):
+        strides[j] = strides[j + 1] * (1 << int(q[j + 1]))
+    return strides
+
+
 def _box_sums(codes: np.ndarray, q: np.ndarray, weights: np.ndarray | float) -> np.ndarray:
-    """``sum`` of the rows' ``weights`` inside every box of the grid (a zeta transform, flat index)."""
-    dims = tuple(int(1 << int(x)) for x in q)
-    T = np.zeros(dims, dtype=np.float64)
-    idx = tuple((np.int64(1) << codes[:, j]) for j in range(len(q)))
-    np.add.at(T, idx, weights)
-    for j, qj in enumerate(q):  # subset sums along every axis (zeta transform)
-        T = np.moveaxis(T, j, -1)
-        shape = T.shape
-        for b in range(int(qj)):
-            V = T.reshape(shape[:-1] + (shape[-1] >> (b + 1), 2, 1 << b))
-            V[..., 1, :] += V[..., 0, :]
-        T = np.moveaxis(T, -1, j)
-    return np.ascontiguousarray(T).ravel()
+    """``sum`` of the rows' ``weights`` inside every box of the grid (a zeta transform, flat index;
+    :func:`._kernels.box_sums_into`)."""
+    q = np.asarray(q, dtype=np.int64)
+    w = np.broadcast_to(np.asarray(weights, dtype=np.float64), (codes.shape[0],))
+    out = np.empty(int(np.prod([1 << int(x) for x in q], dtype=np.int64)))
+    K.box_sums_into(np.ascontiguousarray(codes, dtype=np.int64), np.ascontiguousarray(w), q, _strides(q), out)
+    return out
+
+
+def _by_count(counts: np.ndarray, fn) -> np.ndarray:
+    """``fn(n)`` for the whole counts ``n`` of ``counts``, evaluated once per value ``0 .. max`` (numpy)."""
+    table = fn(np.arange(int(np.max(counts, initial=0)) + 1, dtype=np.float64))
+    out = np.empty(counts.shape[0])
+    K.lookup_by_count(counts, table, out)
+    return out
 
 
 def _configs(codes: np.ndarray, q: np.ndarray, config_counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -131,35 +147,78 @@ def histogram_log_likelihood(codes: np.ndarray, q: np.ndarray, counts: np.ndarra
     configs, cnt = _configs(codes, q, config_counts)
     cnt = cnt.astype(np.float64)
     nlogn = _box_sums(configs, np.asarray(q, dtype=np.int64), cnt * np.log(cnt))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(counts > 0, nlogn - counts * np.log(counts), 0.0)
+    with np.errstate(divide="ignore"):
+        log_table = np.log(np.arange(int(np.max(counts, initial=0)) + 1, dtype=np.float64))
+    K.histogram_into(counts, nlogn, log_table)
+    return nlogn
+
+
+def box_counts(codes: np.ndarray, q: np.ndarray,
+               config_counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counts, log volumes and strides of every box (``config_counts``: ``codes`` are distinct
+    configurations with these counts): all that Method I's Lagrangian bound reads."""
+    q = np.asarray(q, dtype=np.int64)
+    dims = tuple(int(1 << int(x)) for x in q)
+    counts = _box_sums(codes, q, 1.0 if config_counts is None else np.asarray(config_counts, dtype=np.float64))
+    logv = np.zeros(1, dtype=np.float64)
+    for d in dims:
+        with np.errstate(divide="ignore"):
+            lj = np.log(_popcounts(d).astype(np.float64))
+        logv = (logv[:, None] + lj[None, :]).ravel()
+    return counts, logv, _strides(q)
+
+
+def leaf_terms(codes: np.ndarray, q: np.ndarray, alpha: float,
+               config_counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(term, strides)``: Method I's leaf term ``lgamma(n_r + alpha) - lgamma(alpha) - n_r log V_r`` of
+    every box (0 when empty), all that :func:`leaf_sparse_lagrangian` reads, in two numba passes
+    (:func:`._kernels.box_sums_into`, :func:`._kernels.leaf_terms_into`) with the same floating-point
+    operations as the numpy path from :func:`box_counts`."""
+    from scipy.special import gammaln
+
+    q = np.asarray(q, dtype=np.int64)
+    dims = [1 << int(x) for x in q]
+    strides = _strides(q)
+    w = np.ones(codes.shape[0]) if config_counts is None else np.asarray(config_counts, dtype=np.float64)
+    counts = np.empty(int(np.prod(dims, dtype=np.int64)))
+    K.box_sums_into(np.ascontiguousarray(codes, dtype=np.int64), w, q, strides, counts)
+    log_pc = np.full((len(q), max(dims)), -np.inf)
+    with np.errstate(divide="ignore"):
+        for j, d in enumerate(dims):
+            log_pc[j, :d] = np.log(_popcounts(d).astype(np.float64))
+    lg = gammaln(np.arange(int(round(float(np.sum(w)))) + 1, dtype=np.float64) + alpha)
+    term = counts  # overwritten in place: the counts are not needed after
+    K.leaf_terms_into(counts, log_pc, q, strides, lg, math.lgamma(alpha), term)
+    return term, strides
+
+
+def _popcounts(d: int) -> np.ndarray:
+    return np.array([bin(m).count("1") for m in range(d)], dtype=np.int64)
 
 
 def region_tables(codes: np.ndarray, q: np.ndarray,
                   config_counts: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """Counts, log volumes, volumes (capped), strides and the processing order of every box
     (``config_counts``: ``codes`` are distinct configurations with these counts)."""
-    q = np.asarray(q, dtype=np.int64)
-    dims = tuple(int(1 << int(x)) for x in q)
-    counts = _box_sums(codes, q, 1.0 if config_counts is None else np.asarray(config_counts, dtype=np.float64))
-    pc = [np.array([bin(m).count("1") for m in range(d)], dtype=np.int64) for d in dims]
-    logv = np.zeros(1, dtype=np.float64)
+    counts, logv, strides = box_counts(codes, q, config_counts)
+    return (counts, logv, *_volumes_and_order(q, strides))
+
+
+def _volumes_and_order(q: np.ndarray, strides: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(volumes capped at 2**40, strides, processing order)`` of every box (:func:`_order`)."""
     vol = np.ones(1, dtype=np.int64)
-    total_pc = np.zeros(1, dtype=np.int64)
+    for qj in q:
+        vol = np.minimum(vol[:, None] * _popcounts(1 << int(qj))[None, :], 1 << 40).ravel()
+    return vol, strides, _order(q)
+
+
+def _order(q: np.ndarray) -> np.ndarray:
+    """The boxes with no empty mask in increasing flat index: children before parents (a sub-box's masks
+    are subsets of its parent's, so its index is smaller)."""
     valid = np.ones(1, dtype=bool)
-    for j, d in enumerate(dims):
-        with np.errstate(divide="ignore"):
-            lj = np.log(pc[j].astype(np.float64))
-        logv = (logv[:, None] + lj[None, :]).ravel()
-        vol = np.minimum(vol[:, None] * pc[j][None, :], 1 << 40).ravel()
-        total_pc = (total_pc[:, None] + pc[j][None, :]).ravel()
-        valid = (valid[:, None] & (pc[j] > 0)[None, :]).ravel()
-    strides = np.ones(len(q), dtype=np.int64)
-    for j in range(len(q) - 2, -1, -1):
-        strides[j] = strides[j + 1] * dims[j + 1]
-    cand = np.flatnonzero(valid)
-    order = cand[np.argsort(total_pc[cand].astype(np.int16), kind="stable")].astype(np.int64)  # radix sort
-    return counts, logv, vol, strides, order
+    for qj in q:
+        valid = (valid[:, None] & (np.arange(1 << int(qj)) > 0)[None, :]).ravel()
+    return np.flatnonzero(valid).astype(np.int64)
 
 
 def _box(r: int, strides: np.ndarray, q: np.ndarray) -> tuple:
@@ -195,15 +254,20 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
     n_regions, need = exact_size(q, method, 1 if method == "leaf" else k_cap)
     if memory_limit is not None and need > memory_limit * 2**20:
         return None
-    counts, logv, vol, strides, order = region_tables(codes, q, config_counts)
     n = float(codes.shape[0] if config_counts is None else np.sum(config_counts))
-    root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
     if method == "leaf":
-        lag = leaf_sparse_lagrangian((counts, logv, vol, strides, order), q, n, lam, alpha, k_cap, deadline)
+        term, strides = leaf_terms(codes, q, alpha, config_counts)
+        lag = leaf_sparse_lagrangian((None, None, None, strides, None), q, n, lam, alpha, k_cap, deadline,
+                                     term=term)
+        del term
         if lag is None:
             return None
         if lag.certified:
             return ExactResult(lag.root, lag.lower, n_regions, time.perf_counter() - t0)
+    counts, logv, strides = box_counts(codes, q, config_counts)
+    root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
+    if method == "leaf":
+        vol, _, order = _volumes_and_order(q, strides)  # the knapsack programme's tables
         floor = max(lag.lower, -math.inf if lower is None else lower)
         open_k = np.flatnonzero(lag.upper >= floor - _tol(floor))
         k_cap = int(open_k.max()) + 1 if open_k.size else max(lag.k, 1)
@@ -245,12 +309,13 @@ def solve_exact(codes: np.ndarray, q: np.ndarray, method: str, lam: float, alpha
         tree = _merge_chains(build(root, k_best))
         return ExactResult(tree, float(scores[k_best - 1]), n_regions, time.perf_counter() - t0)
 
+    order = _order(q)
     best = np.full(counts.shape[0], -np.inf)
     choice_j = np.full(counts.shape[0], -1, dtype=np.int32)
     choice_b = np.zeros(counts.shape[0], dtype=np.int32)
     from scipy.special import gammaln
 
-    lg = gammaln(counts + alpha)
+    lg = _by_count(counts, lambda c: gammaln(c + alpha))
     hist = histogram_log_likelihood(codes, q, counts, config_counts)
     done = _run_chunks(lambda a, b: K.branch_sparse_dp(order, a, b, counts, logv, lg, hist, strides, q, float(lam),
                                                         float(alpha), best, choice_j, choice_b),
@@ -289,30 +354,31 @@ class LagrangeResult:
 
 
 def leaf_sparse_lagrangian(tables: tuple, q: np.ndarray, n: float, lam: float, alpha: float, k_cap: int,
-                           deadline: float | None = None, max_rounds: int = 12) -> LagrangeResult | None:
+                           deadline: float | None = None, max_rounds: int = 12,
+                           term: np.ndarray | None = None) -> LagrangeResult | None:
     """Bound Method I's MAP for every number of leaves without a ``k`` table.
 
     Write ``LP_I(T) = c(K) + S(T)``, ``S`` the sum of leaf terms and ``c(K)`` the part that depends on the
     number of leaves ``K`` only.  For any multiplier ``mu``, ``F(mu) = max_T [S(T) + mu K_T]`` is a dynamic
-    programme over boxes like Method II's (one value per box, :func:`._kernels.leaf_sparse_lagrange`),
+    programme over boxes like Method II's (one value per box, :func:`._kernels.leaf_sparse_lagrange_grid`),
     and every tree with ``K`` leaves has ``S(T) <= F(mu) - mu K``, so ``LP_I <= c(K) + F(mu) - mu K``
     (weak duality; admissible for any ``alpha``).  The maximiser ``T_mu`` is a tree: ``c(K_mu) + F(mu) -
     mu K_mu`` is its exact log posterior, a lower bound on the MAP.  The multipliers are the marginal
     costs ``c(K + 1) - c(K)`` of the current tree's ``K`` (iterated until ``K`` repeats), then of the
     numbers of leaves whose bound still exceeds the best tree.  When every ``K <= k_cap`` is bounded
     below the best tree, that tree is the MAP among trees of at most ``k_cap`` leaves (``certified``).
-    None when ``deadline`` passes.
+    None when ``deadline`` passes.  ``tables``: :func:`region_tables` (its counts, log volumes and strides
+    are read), or, with ``term`` (:func:`leaf_terms`, the leaf term of every box), only its strides.
     """
     from scipy.special import gammaln
 
-    counts, logv, _, strides, order = tables
-    N = counts.shape[0]
-    with np.errstate(invalid="ignore"):
-        term = np.where(counts > 0, gammaln(counts + alpha) - math.lgamma(alpha) - counts * logv, 0.0)
+    counts, logv, strides = tables[0], tables[1], tables[3]
+    if term is None:
+        with np.errstate(invalid="ignore"):
+            term = np.where(counts > 0, gammaln(counts + alpha) - math.lgamma(alpha) - counts * logv, 0.0)
+    N = term.shape[0]
     val = np.empty(N)
-    nleaf = np.zeros(N, dtype=np.int64)
-    arg_j = np.zeros(N, dtype=np.int8)
-    arg_a = np.zeros(N, dtype=np.int64)
+    nleaf = np.empty(N, dtype=np.int32)  # a box has at most its volume of leaves (< 2**31 here)
     root = int(sum(((1 << int(qj)) - 1) * int(s) for qj, s in zip(q, strides)))
     ks = np.arange(1, k_cap + 1)
     c = np.array([leaf_sparse_constant(int(k), n, lam, alpha) for k in range(1, k_cap + 2)])
@@ -323,11 +389,12 @@ def leaf_sparse_lagrangian(tables: tuple, q: np.ndarray, n: float, lam: float, a
     def run(k0: int) -> int:
         nonlocal best
         mu = float(c[k0] - c[k0 - 1])  # c(k0 + 1) - c(k0)
-        K.leaf_sparse_lagrange(order, term, strides, q, mu, val, nleaf, arg_j, arg_a)
+        K.leaf_sparse_lagrange_grid(term, strides, q, mu, val, nleaf)
         F, k_mu = float(val[root]), int(nleaf[root])
         np.minimum(upper, c[:k_cap] + F - mu * ks, out=upper)
         if k_mu <= k_cap and c[k_mu - 1] + F - mu * k_mu > best[2]:
-            best = (_build_bipartitions(root, arg_j, arg_a, strides, q), k_mu, float(c[k_mu - 1] + F - mu * k_mu))
+            split = lambda r: K.lagrange_split(r, term, strides, q, mu, val, nleaf)  # noqa: E731
+            best = (_build_bipartitions(root, split, strides, q), k_mu, float(c[k_mu - 1] + F - mu * k_mu))
         return k_mu
 
     k0 = 1
@@ -352,17 +419,16 @@ def leaf_sparse_lagrangian(tables: tuple, q: np.ndarray, n: float, lam: float, a
     return LagrangeResult(None if root_node is None else _merge_chains(root_node), k_best, lower, upper, certified)
 
 
-def _build_bipartitions(r: int, arg_j: np.ndarray, arg_a: np.ndarray, strides: np.ndarray,
-                        q: np.ndarray) -> DensityNode:
+def _build_bipartitions(r: int, split, strides: np.ndarray, q: np.ndarray) -> DensityNode:
+    """The tree of region ``r`` whose first bipartition is ``split(r)`` (``(feature, mask)``; -1: a leaf)."""
     node = DensityNode(_box(r, strides, q))
-    j = int(arg_j[r])
+    j, a = (int(x) for x in split(r))
     if j < 0:
         return node
-    a = int(arg_a[r])
     m = node.box[j]
     node.feature = j
-    node.children = [_build_bipartitions(r + (a - m) * int(strides[j]), arg_j, arg_a, strides, q),
-                     _build_bipartitions(r + ((m ^ a) - m) * int(strides[j]), arg_j, arg_a, strides, q)]
+    node.children = [_build_bipartitions(r + (a - m) * int(strides[j]), split, strides, q),
+                     _build_bipartitions(r + ((m ^ a) - m) * int(strides[j]), split, strides, q)]
     return node
 
 
