@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import time
 import warnings
 
 import numpy as np
@@ -322,6 +323,35 @@ def test_preflight_refuses_hopeless_problems_quickly():
         PCFGTreeClassifier(binarizer=Binarizer(strategy="all"), max_nodes=100_000).fit(X, y)
     clf = PCFGTreeClassifier().fit(X[:60, :2], y[:60])
     assert clf.preflight_.bound >= clf.n_nodes_
+
+
+def test_node_hash_table_is_a_power_of_two_whatever_the_capacity():
+    # The probes wrap with ``size - 1`` as a mask: a table of 2 * 5602 slots (60 rows x 200 columns of
+    # 8 codes gave that capacity) let a probe cycle through full slots forever, in the pre-flight.
+    from arboretum.pcfg.store import _Arrays
+
+    for cap in (1, 3, 4096, 4097, 5602):
+        arrays = _Arrays(60, 2, cap, 4 * cap, False)
+        size = arrays.ht.shape[0]
+        assert size >= 2 * cap and size & (size - 1) == 0
+        arrays.grow(3 * cap, 12 * cap, 0, 0)
+        size = arrays.ht.shape[0]
+        assert size >= 6 * cap and size & (size - 1) == 0
+
+
+def test_wide_data_honours_time_limit():
+    # 60 x 300: the pre-flight's sample stores (not watched by the clock before) and the coarser
+    # grammars' binarizers (a scan per column: quadratic) took minutes; now the limit holds.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 300))
+    y = ((X[:, 0] + rng.normal(size=60)) > 0).astype(int)
+    PCFGTreeClassifier().fit(X[:, :2], y)  # compiled before the clock
+    t0 = time.perf_counter()
+    with pytest.warns(LimitWarning, match="time_limit"):
+        clf = PCFGTreeClassifier(time_limit=0.5).fit(X, y)
+    assert time.perf_counter() - t0 < 0.5 * 1.1 + 0.5 + 1.0  # + 1 s for a loaded CI machine
+    assert clf.stop_reason_ == "time_limit"
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
 
 
 # ---------------------------------------------------------------------------

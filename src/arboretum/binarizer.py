@@ -754,10 +754,11 @@ class Binarizer(TransformerMixin, BaseEstimator):
         out.splits_ = [self.splits_[k] for k in keep]
         out.groups_ = [np.array([new_index[k] for k in g if k in keep_set], dtype=np.int64) for g in self.groups_]
         out.groups_ = [g for g in out.groups_ if g.size]
-        out.thresholds_ = [
-            np.array([s.threshold for s in out.splits_ if s.column == j and s.kind == THRESHOLD], dtype=np.float64)
-            for j in range(self.n_features_in_)
-        ]
+        by_column: list[list[float]] = [[] for _ in range(self.n_features_in_)]
+        for s in out.splits_:  # one pass (a scan per column is quadratic on wide data)
+            if s.kind == THRESHOLD:
+                by_column[s.column].append(s.threshold)
+        out.thresholds_ = [np.array(t, dtype=np.float64) for t in by_column]
         return out
 
     # -- trees on the raw columns --------------------------------------------------------------

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._numba import hash_words, mix64, popcount64, uniform
+from .._numba import hash_words, mix64, monotonic, popcount64, stop_time, uniform
 
 STATUS_DONE = 0
 STATUS_GROW = 1
@@ -107,13 +107,16 @@ def rehash(node_hash, n_nodes, ht):
 def discover(le_bits, code_off, class_bits, dedupe, chipman_weights,
              node_bits, node_size, node_counts, node_hash, ht,
              edge_start, edge_a, edge_b, edge_f, edge_m, edge_w,
-             counters, max_nodes, max_splits):
+             counters, max_nodes, max_splits, seconds):
     """Expand nodes breadth-first from ``counters[C_HEAD]`` until done or out of room.
 
     ``le_bits[code_off[f] + c]`` is the bitset ``{i : code[i, f] <= c}``.
     Returns a status code; ``counters`` holds the node count, edge count and
-    the next node to expand.
+    the next node to expand.  After ``seconds`` (read between nodes: on wide
+    data one node has thousands of splits) it pauses with ``STATUS_LIMIT``, as
+    at ``max_nodes``.
     """
+    stop = stop_time(seconds)
     W = node_bits.shape[1]
     F = code_off.shape[0] - 1
     n_nodes = counters[C_NODES]
@@ -132,7 +135,7 @@ def discover(le_bits, code_off, class_bits, dedupe, chipman_weights,
     dd_stamp = np.full(dd_size, -1, dtype=np.int64)
     status = STATUS_DONE
     while head < n_nodes:
-        if n_nodes > max_nodes:
+        if n_nodes > max_nodes or monotonic() >= stop:
             status = STATUS_LIMIT
             break
         if (n_nodes + 2 * max_splits > node_bits.shape[0]

@@ -356,16 +356,19 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         codes, n_codes = _grammar_codes(binarizer, E)
         chipman = isinstance(prior, ChipmanPrior)
         memory = None if self.memory_limit is None else int(self.memory_limit * 2**20)
-        pre = preflight(codes, len(classes), max_nodes=self.max_nodes, dedupe=not chipman, n_codes=n_codes)
-        if pre.refuse:
-            raise GrammarTooLargeError(
-                f"BCART-PCFG node store too large: the pre-flight estimate is "
-                f"{'at least ' if pre.lower_bound else 'about '}{pre.estimate:,.0f} nodes, over "
-                f"max_nodes={self.max_nodes:,} (pre-flight: {pre.describe()}). The method is exact and never "
-                f"approximates; to fit, {self._advice(binarizer)}"
-            )
         reason = "completed"
         try:
+            # The pre-flight's sample stores count against the first grammar's share of the limit too:
+            # on wide data (thousands of columns) they alone can take minutes.
+            pre = preflight(codes, len(classes), max_nodes=self.max_nodes, dedupe=not chipman, n_codes=n_codes,
+                            deadline=clock.share_end(FIRST_GRAMMAR_SHARE))
+            if pre.refuse:
+                raise GrammarTooLargeError(
+                    f"BCART-PCFG node store too large: the pre-flight estimate is "
+                    f"{'at least ' if pre.lower_bound else 'about '}{pre.estimate:,.0f} nodes, over "
+                    f"max_nodes={self.max_nodes:,} (pre-flight: {pre.describe()}). The method is exact and never "
+                    f"approximates; to fit, {self._advice(binarizer)}"
+                )
             store, grammar = self._build(codes, n_codes, y_enc, len(classes), rho, prior, binarizer, pre,
                                          memory, clock.share_end(FIRST_GRAMMAR_SHARE))
         except GrammarLimitReached as exc:

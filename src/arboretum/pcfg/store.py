@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._numba import n_words, pack_columns, unpack
+from .._numba import n_words, pack_columns, seconds_left, unpack
 from . import _kernels as K
 
 __all__ = ["GrammarLimitReached", "GrammarTooLargeError", "NodeStore", "Preflight", "build_node_store", "preflight"]
@@ -175,7 +175,14 @@ def _code_bitsets(codes: np.ndarray, n_codes: np.ndarray) -> tuple[np.ndarray, n
 
 def _grid_bound(codes: np.ndarray) -> float:
     t = np.array([np.unique(codes[:, f]).size for f in range(codes.shape[1])], dtype=np.float64)
-    return float(np.prod(t * (t + 1) / 2))
+    with np.errstate(over="ignore"):  # inf on wide data: the bound is then 2**n - 1
+        return float(np.prod(t * (t + 1) / 2))
+
+
+def _table_size(cap_nodes: int) -> int:
+    """Slots of the node hash table for ``cap_nodes`` nodes: a power of two (the probes wrap with a
+    mask) of at least twice as many."""
+    return 1 << (2 * max(cap_nodes, 1) - 1).bit_length()
 
 
 def _bytes_per_node(n_samples: int, n_classes: int, edges_per_node: float, weights: bool) -> float:
@@ -195,7 +202,7 @@ class _Arrays:
         self.node_counts = np.zeros((cap_nodes, n_classes), dtype=np.int64)
         self.node_hash = np.zeros(cap_nodes, dtype=np.uint64)
         self.edge_start = np.zeros(cap_nodes + 1, dtype=np.int64)
-        self.ht = np.full(2 * cap_nodes, -1, dtype=np.int64)
+        self.ht = np.full(_table_size(cap_nodes), -1, dtype=np.int64)
         self.edge_a = np.zeros(cap_edges, dtype=np.int32)
         self.edge_b = np.zeros(cap_edges, dtype=np.int32)
         self.edge_f = np.zeros(cap_edges, dtype=np.int32)
@@ -226,7 +233,7 @@ class _Arrays:
             self.node_counts = bigger(self.node_counts, cap_nodes, n_nodes)
             self.node_hash = bigger(self.node_hash, cap_nodes, n_nodes)
             self.edge_start = bigger(self.edge_start, cap_nodes + 1, n_nodes + 1)
-            self.ht = np.full(2 * cap_nodes, -1, dtype=np.int64)
+            self.ht = np.full(_table_size(cap_nodes), -1, dtype=np.int64)
             K.rehash(self.node_hash, n_nodes, self.ht)
         if cap_edges > self.edge_a.shape[0]:
             self.edge_a = bigger(self.edge_a, cap_edges, n_edges)
@@ -272,7 +279,7 @@ def _discover(codes: np.ndarray, n_codes: np.ndarray, y: np.ndarray, n_classes: 
         status = K.discover(le, code_off, class_bits, dedupe, chipman_weights,
                             arrays.node_bits, arrays.node_size, arrays.node_counts, arrays.node_hash,
                             arrays.ht, arrays.edge_start, arrays.edge_a, arrays.edge_b, arrays.edge_f,
-                            arrays.edge_m, arrays.edge_w, counters, cap, max_splits)
+                            arrays.edge_m, arrays.edge_w, counters, cap, max_splits, seconds_left(deadline))
         n_nodes, n_edges, head = (int(c) for c in counters)
         if status == K.STATUS_DONE:
             break
@@ -301,7 +308,7 @@ def _discover(codes: np.ndarray, n_codes: np.ndarray, y: np.ndarray, n_classes: 
 
 
 def preflight(codes: np.ndarray, n_classes: int, *, max_nodes: int | None = None, dedupe: bool = True,
-              n_codes: np.ndarray | None = None, random_state: int = 0) -> Preflight:
+              n_codes: np.ndarray | None = None, random_state: int = 0, deadline: float | None = None) -> Preflight:
     """Estimate the size of the node store of ``codes`` before building it.
 
     The bound ``min(prod_f t_f (t_f + 1) / 2, 2**n - 1)`` is always computed.
@@ -331,10 +338,17 @@ def preflight(codes: np.ndarray, n_classes: int, *, max_nodes: int | None = None
         Codes per feature (default ``codes.max(axis=0) + 1``).
     random_state : int, default=0
         Seed of the row samples.
+    deadline : float, optional
+        ``time.perf_counter()`` value at which the sample stores stop.
 
     Returns
     -------
     Preflight
+
+    Raises
+    ------
+    GrammarLimitReached
+        With ``reason="time_limit"`` when ``deadline`` passes.
     """
     codes = np.asarray(codes)
     n_samples = codes.shape[0]
@@ -359,8 +373,10 @@ def preflight(codes: np.ndarray, n_classes: int, *, max_nodes: int | None = None
         try:
             _, nodes, edges, _ = _discover(codes[rows], n_codes, np.zeros(m, dtype=np.int64), 1, dedupe=dedupe,
                                            chipman_weights=False, max_nodes=cap, memory_limit=None, pre=pre,
-                                           advice="")
-        except GrammarTooLargeError:
+                                           advice="", deadline=deadline)
+        except GrammarLimitReached as exc:
+            if exc.reason == "time_limit":
+                raise
             nodes, edges, pre.lower_bound = cap, cap * 10, True
         pre.stages.append((m, nodes))
         pre.bytes_per_node = _bytes_per_node(n_samples, n_classes, edges / max(nodes, 1), not dedupe)
