@@ -187,7 +187,9 @@ def test_deadline_returns_best_so_far():
     # a deadline already past: nothing examined, the seed split (better than the leaf here)
     sol, rule = solve_hyperplane1(X, obj, deadline=time.perf_counter() - 1)
     assert not sol.optimal and sol.n_examined == 0 and sol.tree.rule == 0
-    assert isinstance(rule, hyper1.SeedPlane) and sol.cost == hyper1.incumbent_cost(X, obj, 0)
+    # past its deadline the seed tries one direction only, the least-squares one (the full seed: 82)
+    late_seed = hyper1.incumbent_split(X, obj, 0, deadline=time.perf_counter() - 1)[0]
+    assert isinstance(rule, hyper1.SeedPlane) and sol.cost == late_seed >= hyper1.incumbent_cost(X, obj, 0)
     assert sol.cost < min(y.sum(), 400 - y.sum())  # the leaf's errors
 
 
@@ -397,6 +399,9 @@ def test_a_search_stopped_at_once_returns_its_seed_split_not_a_leaf(split_type, 
         clf = OptimalTreeClassifier(max_splits=1, split_type=split_type, time_limit=1e-9).fit(X, y)
     assert not clf.optimal_ and clf.tree_.n_leaves == 2
     Z = X if split_type == "hyperplane" else quadratic_features(X)
-    seed = hyper1.incumbent_split(Z, make_objective(len(y), labels=y, n_classes=2), 1)[0]
+    obj = make_objective(len(y), labels=y, n_classes=2)
+    # at once past its deadline, the seed is its first (least-squares) direction's split
+    seed = hyper1.incumbent_split(Z, obj, 1, deadline=0.0)[0]
     assert clf.objective_ == seed < min(y.sum(), len(y) - y.sum())
+    assert seed >= hyper1.incumbent_split(Z, obj, 1)[0]
     assert (clf.predict(X) != y).sum() == clf.objective_

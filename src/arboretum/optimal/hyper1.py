@@ -91,8 +91,9 @@ T11, G20): a plane replaces the best only when strictly better or, within the
 same hinge, equally good with a smaller ``q``; the assignment of the winning
 subset is the first that reaches its optimum.  With non-integer weights or
 squared error, sums are formed in another order than the DP's, so "equal"
-means equal up to rounding.  The search is stopped between chunks of hinges by
-``deadline`` (the best plane so far is returned, ``optimal=False``).
+means equal up to rounding.  The search is stopped by ``deadline``, read between
+planes inside the kernel (and between its calls), and returns the best plane so
+far with ``optimal=False``.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ import time
 import numpy as np
 from numba import njit
 
-from .._numba import pack_rows_mask
+from .._numba import monotonic, pack_rows_mask, seconds_left, stop_time
 from ._kernels import SQUARED, Objective, leaf_cost
 from .rules import HYPER, MAX_HYPERPLANE_DIM, RuleSet
 from .solver import Node, Solution
@@ -655,13 +656,16 @@ def _hinge_bound(ang, reg, n_reg, special, n_spec, pt, n_val, mode, P, stop):
 
 @njit(cache=True)
 def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, n_val, mode, nmin, gamma,
-                      best, best_sub, counts):
+                      best, best_sub, counts, seconds):
     """Sweep up to ``max_hinges`` hinges from ``hinge`` on (lexicographic ``(D-1)``-subsets of
     ``0 .. N-2``).  ``state[0]``: the first level of the hinge's exterior product to recompute
     (``W``, ``Wa`` keep the levels of the current prefix).  ``best[0]`` and ``best_sub`` (the
     subset) are replaced by strictly better planes (ties: see the module docstring; ``best[1]``
     holds the serial number of the best plane's hinge).  ``counts[0]`` += D-subsets examined.
-    Returns True when every hinge is done."""
+    Returns 1 when every hinge is done, 0 when ``max_hinges`` were swept, and 2 when ``seconds``
+    ran out inside a hinge (read between planes: one hinge of a large ``N`` takes seconds); the
+    sweep cannot resume then, and ``best`` holds the best plane so far."""
+    stop = stop_time(seconds)
     N, D = X.shape
     C = D + 1
     m = D - 1
@@ -761,6 +765,8 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
                     q = special[k - n_reg] if direct else reg[order[k]]
                     if q <= h_last:
                         continue
+                    if monotonic() >= stop:
+                        return 2
                     counts[0] += 1
                     if direct and abs(u[q, 0]) <= e[q, 0] and abs(u[q, 1]) <= e[q, 1]:
                         continue  # affinely dependent subset
@@ -877,17 +883,17 @@ def hyperplane1_sweep(X, Xt, hinge, state, max_hinges, masks, start, W, Wa, pt, 
                             best_sub[t] = sub[t]
         # next hinge: (D-1)-subsets of 0 .. N-2
         if m == 0:
-            return True
+            return 1
         t = m - 1
         while t >= 0 and hinge[t] == N - 1 - m + t:
             t -= 1
         if t < 0:
-            return True
+            return 1
         hinge[t] += 1
         for v in range(t + 1, m):
             hinge[v] = hinge[v - 1] + 1
         state[0] = t
-    return False
+    return 0
 
 
 @njit(cache=True)
@@ -1009,19 +1015,20 @@ def incumbent_cost(X: np.ndarray, obj: Objective, nmin: int = 0, logistic: bool 
     return incumbent_split(X, obj, nmin, logistic)[0]
 
 
-def incumbent_split(X: np.ndarray, obj: Objective, nmin: int = 0,
-                    logistic: bool = True) -> tuple[float, np.ndarray | None, float]:
+def incumbent_split(X: np.ndarray, obj: Objective, nmin: int = 0, logistic: bool = True,
+                    deadline: float | None = None) -> tuple[float, np.ndarray | None, float]:
     """``(cost, coef, threshold)`` of a good linear split ``coef . x <= threshold``, whose cost is
     an upper bound on the optimum over the hyperplane rules (``(inf, None, nan)`` if none).
 
-    The best threshold along each axis and along the directions of a weighted least-squares fit
-    (of the target, or of the one-hot classes) and, with ``logistic``, of a (one-vs-rest) logistic
-    regression, on standardised columns (the logistic fit costs 0.01-0.1 s: worth it only for
+    The best threshold along the directions of a weighted least-squares fit (of the target, or of
+    the one-hot classes), with ``logistic`` of a (one-vs-rest) logistic regression, on standardised
+    columns, and along each axis (ties: the first of these) (the logistic fit costs 0.01-0.1 s: worth it only for
     large searches).  Each such split
     separates its two sides strictly, so (moving the plane until it touches ``D`` points, with
     those points assigned to their sides) some hyperplane rule induces the same partition: the
     optimum is at most this cost.  (If rounding ever made that false, the caller searches again
-    without it.)
+    without it.)  Past ``deadline`` (a :func:`time.perf_counter` value) the logistic fit is skipped
+    and no further direction is tried once one has been (on 100,000 rows they take about 1 s).
     """
     mode = 2 if obj.mode == SQUARED else 1
     pt, n_val = _point_stats(obj, mode)
@@ -1036,7 +1043,8 @@ def incumbent_split(X: np.ndarray, obj: Objective, nmin: int = 0,
     T = obj.target[:, None] if mode == 2 else (obj.label[:, None] == np.unique(obj.label)[None, :]).astype(float)
     A = np.c_[Z, np.ones(N)] * sw[:, None]
     coef = np.linalg.lstsq(A, T * sw[:, None], rcond=None)[0][:D].T
-    if logistic and mode != 2 and np.unique(obj.label).size > 1:
+    late = (lambda: False) if deadline is None else (lambda: time.perf_counter() >= deadline)
+    if logistic and mode != 2 and np.unique(obj.label).size > 1 and not late():
         try:
             import warnings
 
@@ -1049,9 +1057,12 @@ def incumbent_split(X: np.ndarray, obj: Objective, nmin: int = 0,
             coef = np.r_[coef, lr.coef_]
         except Exception:  # noqa: BLE001 - an incumbent is only a speed-up
             pass
-    dirs += [c / sd for c in coef if np.all(np.isfinite(c)) and np.any(c != 0)]
+    # the fitted directions first: usually the best, and all a tight deadline leaves time for
+    dirs = [c / sd for c in coef if np.all(np.isfinite(c)) and np.any(c != 0)] + dirs
     best = (math.inf, None, math.nan)
     for d in dirs:
+        if best[1] is not None and late():
+            break
         c, t = _best_threshold(X @ d, pt, n_val, mode, nmin)
         if c < best[0]:
             best = (c, d, t)
@@ -1163,8 +1174,8 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
     leaf = float(leaf_cost(pack_rows_mask(everything), obj)) if N >= nmin else math.inf
     bound = math.inf if upper_bound is None else float(upper_bound)
     total = math.comb(N, D)
-    seed, seed_coef, seed_t = (incumbent_split(X, obj, nmin, logistic=total > _LOGISTIC_ABOVE) if _seed and N > D
-                               else (math.inf, None, math.nan))
+    seed, seed_coef, seed_t = (incumbent_split(X, obj, nmin, logistic=total > _LOGISTIC_ABOVE, deadline=deadline)
+                               if _seed and N > D else (math.inf, None, math.nan))
     if seed < bound:  # planes of cost <= seed are accepted (the optimum is one of them)
         seed = seed * (1 + 1e-9) + 1e-12 if obj.mode != 0 else seed + 0.5
     best = np.array([min(bound, seed), -1.0])
@@ -1184,16 +1195,17 @@ def solve_hyperplane1(X: np.ndarray, obj: Objective, *, exact: bool = False, nmi
         Wa = np.zeros((D + 1, 1 << (D + 1)))
         W[0, 0] = Wa[0, 0] = 1.0
         chunk = 1  # hinges per kernel call, doubled while a call is short: on large N one hinge is 0.2 s
-        finished = False
-        while not finished:
+        status = 0
+        while status == 0:
             if deadline is not None and time.perf_counter() >= deadline:
-                optimal = False
-                break
+                status = 2
+                continue
             t0 = time.perf_counter()
-            finished = hyperplane1_sweep(Xs, Xt, hinge, state, chunk, masks, start, W, Wa, pts, n_val, mode, nmin,
-                                         gamma, best, best_sub, counts)
+            status = hyperplane1_sweep(Xs, Xt, hinge, state, chunk, masks, start, W, Wa, pts, n_val, mode, nmin,
+                                       gamma, best, best_sub, counts, seconds_left(deadline))
             if time.perf_counter() - t0 < 0.05 and chunk < 1 << 22:
                 chunk *= 2
+        optimal = status == 1
     examined = int(counts[0])
     if optimal:  # the subsets with a repeated point: covered by the merged points (_merge_duplicates)
         examined += total - math.comb(Ns, D)
