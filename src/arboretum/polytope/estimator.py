@@ -126,7 +126,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                  refine: bool = True, refine_epochs: int | str = "auto", n_restarts: int = 3,
                  threshold_mode: str = "search", min_samples_split: int = 10, min_samples_leaf: int = 1,
                  validation_fraction: float | None = None, scaling: str = "feature", gate: str = "paper",
-                 max_leaves: int | None = None, random_state: Any = None, device: str = "cpu", n_jobs: int | None = None,
+                 max_leaves: int | None = None, random_state: Any = None, device: str = "cpu",
+                 n_jobs: int | None = None,
                  time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
         self.max_depth = max_depth
         self.max_facets = max_facets
@@ -507,15 +508,14 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             return torch.tensor(np.stack([getattr(nodes[i], attr) for i in internal])[None], dtype=f32, device=dev)
 
         reference = self.gate == "reference"
+        t = np.array([nodes[i].t for i in internal])
         if reference:  # each node's (a, c) from its tied weights and threshold (a < 0: the convex side left)
-            ac = np.array([search.paper_as_reference(nodes[i].rho, nodes[i].t) for i in internal])
-        p = model.Params(stack("B"), stack("rho"),
-                         torch.tensor(np.asarray(ac[:, 1] if reference else [nodes[i].t for i in internal])[None], dtype=f32,
-                                      device=dev),
+            a, t = np.array([search.paper_as_reference(nodes[i].rho, nodes[i].t) for i in internal]).T
+        p = model.Params(stack("B"), stack("rho"), torch.tensor(t[None], dtype=f32, device=dev),
                          torch.tensor([[nodes[i].tau for i in internal]], dtype=f32, device=dev), stack("mask"),
                          right=torch.tensor(right, dtype=f32, device=dev), left=torch.tensor(left, dtype=f32, device=dev),
                          children=torch.tensor(_children(nodes, internal, leaves), device=dev),
-                         a=torch.tensor(ac[None, :, 0], dtype=f32, device=dev) if reference else None)
+                         a=torch.tensor(a[None], dtype=f32, device=dev) if reference else None)
         n = self._E.shape[0]
         s = self._settings(n, self.refine_epochs, 20, 150, AUTO_STEPS // 2)
         s.progress = self._progress("refine", -1, s)

@@ -10,8 +10,8 @@ path matrices; there is no Python loop over samples or nodes inside an epoch.
 Shapes: ``B`` (U, M, K, D+1) with the bias in column 0, ``rho = ln r`` (U, M, K), ``t`` (U, M),
 ``tau`` (U, M), ``mask`` (U, M, K) (0 for pruned experts).  With the reference code's gate
 (``gate="reference"``, spec §3.1) a node has no ``rho`` but one slope ``a`` (U, M), and the ``t`` slot
-holds its offset ``c``: ``g = sigmoid(tau (c - a mean_k softplus(beta_k . x~)))``.  This module imports torch: it is
-imported only by ``fit``.
+holds its offset ``c``: ``g = sigmoid(tau (c - a mean_k softplus(beta_k . x~)))``.  This module imports
+torch: it is imported only by ``fit``.
 """
 
 from __future__ import annotations
@@ -361,7 +361,8 @@ def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w:
         data = group(pi, target, node, p.B.shape[0])
     total = data.sum()
     if s.use_prior and w > 0:
-        total = total + (w / n_total) * prior_penalty(p.B, p.rho if p.a is None else None, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask).sum()
+        rho = p.rho if p.a is None else None  # the reference gate has no expert weights
+        total = total + (w / n_total) * prior_penalty(p.B, rho, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask).sum()
     return data, total
 
 
