@@ -48,7 +48,7 @@ def test_reference_gate_oracle():
     Z = t64([[1.0, 0.5, 1.0]]) @ B[0, 0].T
     ones = torch.ones(2, dtype=D64)
     for a, c, tau, want in [(-2.0, -1.0, 1.0, 0.783696), (1.5, 2.0, 3.0, 0.701298)]:
-        g = model.committee_gate(Z, ones, t64(c), t64(tau), ones, a=t64(a))
+        g = model.committee_gate(Z, ones, t64(c), t64(tau), a=t64(a))
         assert g.item() == pytest.approx(want, abs=1e-6)
         lam_bar = torch.nn.functional.softplus(Z).mean(-1)
         assert model.reference_gate(lam_bar, t64(a), t64(c), t64(tau)).item() == pytest.approx(want, abs=1e-6)
@@ -87,7 +87,7 @@ def test_reference_gate_gradients_match_finite_differences():
 
     def loss(B, a, c):
         Z = (Xt @ B.reshape(3, 3).T).reshape(-1, 1, 1, 3)
-        g = model.committee_gate(Z, torch.zeros_like(mask), c, t64([[1.5]]), mask, a=a)
+        g = model.committee_gate(Z, mask, c, t64([[1.5]]), a=a)
         return model.entropy_loss(torch.exp(model.leaf_log_probs(g, right, left)), Y)
 
     B = torch.randn((1, 1, 3, 3), generator=gen, dtype=D64, requires_grad=True)

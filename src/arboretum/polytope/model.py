@@ -79,16 +79,23 @@ def reference_gate(lam_bar: torch.Tensor, a: torch.Tensor, c: torch.Tensor, tau:
     return g.clamp(GATE_EPS, 1 - GATE_EPS) if clamp else g
 
 
-def committee_gate(Z: torch.Tensor, rho: torch.Tensor, t: torch.Tensor, tau: torch.Tensor, mask: torch.Tensor,
+def expert_weights(rho: torch.Tensor, mask: torch.Tensor, reference: bool) -> torch.Tensor:
+    """The weights of the experts in a committee's sum: ``r_k = exp(rho_k)`` of the experts kept
+    (``mask``), or, for the reference gate, the mask alone (its mean is taken in :func:`committee_gate`)."""
+    return mask if reference else torch.exp(rho) * mask
+
+
+def committee_gate(Z: torch.Tensor, w: torch.Tensor, t: torch.Tensor, tau: torch.Tensor,
                    a: torch.Tensor | None = None) -> torch.Tensor:
-    """The gate of committees whose expert pre-activations are ``Z`` (..., K): the paper's
-    (:func:`gate` of :func:`intensity`'s ``lambda``) or, when the slopes ``a`` are given, the
-    reference code's (:func:`reference_gate`, ``t`` holding ``c``); the other arguments have ``Z``'s
-    shape without K (``rho``, ``mask`` with it)."""
-    S = F.softplus(Z)
+    """The gate of committees whose expert pre-activations are ``Z`` (..., K), with expert weights
+    ``w`` (:func:`expert_weights`, Z's shape): the paper's (:func:`gate` of ``lambda = sum_k w_k
+    softplus(z_k)``) or, when the slopes ``a`` are given, the reference code's (:func:`reference_gate`
+    of the mean over the kept experts, ``t`` holding ``c``); ``t``, ``tau``, ``a`` have Z's shape
+    without K."""
+    lam = (F.softplus(Z) * w).sum(-1)
     if a is None:
-        return gate((S * (torch.exp(rho) * mask)).sum(-1), t, tau)
-    return reference_gate((S * mask).sum(-1) / mask.sum(-1).clamp_min(1.0), a, t, tau)
+        return gate(lam, t, tau)
+    return reference_gate(lam / w.sum(-1).clamp_min(1.0), a, t, tau)
 
 
 def leaf_log_probs(g: torch.Tensor, right: torch.Tensor, left: torch.Tensor) -> torch.Tensor:
@@ -131,7 +138,8 @@ def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho:
         Z = Z[torch.arange(Xt.shape[0], device=Xt.device), node]
     else:
         Z = block_product(Xt, node, B.permute(0, 3, 1, 2).reshape(F_ * D1, R * K)).reshape(-1, R, K)
-    g = committee_gate(Z, rho[node], t[node], tau[node], mask[node], None if a is None else a[node])
+    w = expert_weights(rho, mask, a is not None)[node]
+    g = committee_gate(Z, w, t[node], tau[node], None if a is None else a[node])
     return torch.stack([1 - g, g], -1)
 
 
@@ -211,6 +219,7 @@ def pruned_leaf_probs(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: t
     M, K, D1 = B.shape
     n = Xt.shape[0]
     Bf = B.transpose(1, 2).reshape(M * D1, K)  # block m of rows: B[m]^T
+    w = expert_weights(rho, mask, a is not None)
     samp = torch.arange(n, device=Xt.device)
     node = torch.zeros(n, dtype=torch.long, device=Xt.device)
     logpi = torch.zeros(n, dtype=Xt.dtype, device=Xt.device)
@@ -219,7 +228,7 @@ def pruned_leaf_probs(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: t
     while samp.numel():
         rows = Xt[samp]
         Z = rows @ B[node[0]].T if bool((node == node[0]).all()) else block_product(rows, node, Bf)
-        g = committee_gate(Z, rho[node], t[node], tau[node], mask[node], None if a is None else a[node])
+        g = committee_gate(Z, w[node], t[node], tau[node], None if a is None else a[node])
         nxt_s, nxt_n, nxt_p = [], [], []
         for side, logg in ((0, torch.log1p(-g)), (1, torch.log(g))):
             lp = logpi + logg
@@ -352,7 +361,8 @@ def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w:
     elif p.node_of is None:
         U, M, K, D1 = p.B.shape
         Z = (Xt @ p.B.reshape(U * M * K, D1).T).reshape(-1, U, M, K)
-        pi = torch.exp(leaf_log_probs(committee_gate(Z, p.rho, p.t, p.tau, p.mask, p.a), p.right, p.left))
+        w = expert_weights(p.rho, p.mask, p.a is not None)
+        pi = torch.exp(leaf_log_probs(committee_gate(Z, w, p.t, p.tau, p.a), p.right, p.left))
         data = entropy_loss(pi, target) if s.task == "classification" else variance_loss(pi, target)
     else:
         node = p.node_of[idx]
