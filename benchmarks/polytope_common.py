@@ -87,11 +87,9 @@ def digits(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     return Xa, ya, Xb, yb
 
 
-def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None, with_valid: bool = False):
-    """Bace or HIV as 2048-bit ECFP4 (RDKit Morgan, radius 2) with a deterministic scaffold split
-    (MoleculeNet's rule: Bemis-Murcko scaffold sets, largest first, fill 80% train, 10% valid,
-    10% test).  Returns (train, test) with train and valid merged, or (train, valid, test) with
-    ``with_valid``."""
+def molecule_features(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None):
+    """Bace or HIV as 2048-bit ECFP4 (RDKit Morgan, radius 2): ``(X, y, groups)``, ``groups`` the
+    index of every molecule's Bemis-Murcko scaffold (cached in /tmp)."""
     import pandas as pd
     from rdkit import Chem, RDLogger
     from rdkit.Chem import AllChem
@@ -102,38 +100,52 @@ def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None
     cache = cache or Path("/tmp") / f"polytope_ecfp_{name}.npz"
     if cache.exists():
         z = np.load(cache)
-        X, y, groups = z["X"], z["y"], z["groups"]
-    else:
-        d = pd.read_csv(path)
-        smiles = d["smiles"] if "smiles" in d else d["mol"]
-        target = d["Class"] if name == "bace" else d["target"]
-        fps, ys, scaffolds = [], [], []
-        for s, t in zip(smiles, target):
-            mol = Chem.MolFromSmiles(s)
-            if mol is None:
-                continue
-            fp = AllChem.GetMorganFingerprintAsBitVect(mol, radius, nBits=n_bits)
-            arr = np.zeros(n_bits, dtype=np.uint8)
-            arr[list(fp.GetOnBits())] = 1
-            fps.append(arr)
-            ys.append(int(t))
-            scaffolds.append(MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False))
-        X, y = np.array(fps), np.array(ys)
-        _, groups = np.unique(np.array(scaffolds), return_inverse=True)
-        np.savez_compressed(cache, X=X, y=y, groups=groups)
-    sets = {}
+        return z["X"], z["y"], z["groups"]
+    d = pd.read_csv(path)
+    smiles = d["smiles"] if "smiles" in d else d["mol"]
+    target = d["Class"] if name == "bace" else d["target"]
+    fps, ys, scaffolds = [], [], []
+    for s, t in zip(smiles, target):
+        mol = Chem.MolFromSmiles(s)
+        if mol is None:
+            continue
+        fp = AllChem.GetMorganFingerprintAsBitVect(mol, radius, nBits=n_bits)
+        arr = np.zeros(n_bits, dtype=np.uint8)
+        arr[list(fp.GetOnBits())] = 1
+        fps.append(arr)
+        ys.append(int(t))
+        scaffolds.append(MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False))
+    X, y = np.array(fps), np.array(ys)
+    _, groups = np.unique(np.array(scaffolds), return_inverse=True)
+    np.savez_compressed(cache, X=X, y=y, groups=groups)
+    return X, y, groups
+
+
+def scaffold_split(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """DeepChem's ScaffoldSplitter (MoleculeNet, used by LCN and hence the paper): scaffold sets,
+    largest first, fill 80% train, 10% valid, the rest test.  Returns sorted row indices."""
+    sets: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
         sets.setdefault(int(g), []).append(i)
     order = sorted(sets.values(), key=lambda s: (len(s), s[0]), reverse=True)
+    n = len(groups)
     train, valid, test = [], [], []
-    for s in order:  # DeepChem's ScaffoldSplitter (MoleculeNet, used by LCN and hence the paper): 80/10/10
-        if len(train) + len(s) <= 0.8 * len(y):
+    for s in order:
+        if len(train) + len(s) <= 0.8 * n:
             train.extend(s)
-        elif len(train) + len(valid) + len(s) <= 0.9 * len(y):
+        elif len(train) + len(valid) + len(s) <= 0.9 * n:
             valid.extend(s)
         else:
             test.extend(s)
-    train, valid, test = (np.array(sorted(a), dtype=np.int64) for a in (train, valid, test))
+    return tuple(np.array(sorted(a), dtype=np.int64) for a in (train, valid, test))
+
+
+def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None, with_valid: bool = False):
+    """Bace or HIV (:func:`molecule_features`) with the deterministic scaffold split of
+    :func:`scaffold_split`.  Returns (train, test) with train and valid merged, or (train, valid,
+    test) with ``with_valid``."""
+    X, y, groups = molecule_features(name, n_bits, radius, cache)
+    train, valid, test = scaffold_split(groups)
     if with_valid:
         return (X[train].astype(np.float64), y[train], X[valid].astype(np.float64), y[valid],
                 X[test].astype(np.float64), y[test])

@@ -60,6 +60,8 @@ _OWN: dict = {
     "device": [Options(("cpu", "cuda", "auto"))],
     "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither"), None],
     "scaling": [Options(("feature", "global"))],
+    "gate": [Options(("paper", "reference"))],
+    "max_leaves": [Interval(numbers.Integral, 1, None), None],
 }
 
 
@@ -83,6 +85,7 @@ class _Node:
         self.B = self.rho = self.mask = None  # (K, D+1), (K,), (K,) in standardised space
         self.t = self.tau = 0.0
         self.committee: dict | None = None  # on the raw columns (POLYTOPE split of Tree)
+        self.gain = 0.0  # drop in hard training impurity by its split (n H nats, or squared error)
 
 
 def _children(nodes: list[_Node], internal: list[int], leaves: list[int]) -> np.ndarray:
@@ -91,15 +94,16 @@ def _children(nodes: list[_Node], internal: list[int], leaves: list[int]) -> np.
     return np.array([[pos[nodes[i].left], pos[nodes[i].right]] for i in internal], dtype=np.int64)
 
 
-def _truncate(nodes: list[_Node], depth: int) -> list[_Node]:
-    """The grown tree cut at ``depth`` (its nodes there become leaves), in breadth-first order."""
+def _truncate(nodes: list[_Node], depth: int | None = None, keep: set[int] | None = None) -> list[_Node]:
+    """The grown tree cut at ``depth`` (its nodes there become leaves), or with only the splits of the
+    nodes in ``keep`` (indices into ``nodes``; a best-first prefix), in breadth-first order."""
     out: list[_Node] = []
     queue = [0]
     while queue:
         i = queue.pop(0)
         new = copy.copy(nodes[i])
         out.append(new)
-        if new.committee is None or new.depth >= depth:
+        if new.committee is None or (depth is not None and new.depth >= depth) or (keep is not None and i not in keep):
             new.committee, new.left, new.right = None, -1, -1
             continue
         slot = len(out) + len(queue)  # the children's future positions
@@ -121,7 +125,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                  learning_rate: float = 0.01, epochs: int | str = "auto", batch_size: int | str = "auto",
                  refine: bool = True, refine_epochs: int | str = "auto", n_restarts: int = 3,
                  threshold_mode: str = "search", min_samples_split: int = 10, min_samples_leaf: int = 1,
-                 validation_fraction: float | None = None, scaling: str = "feature", random_state: Any = None, device: str = "cpu",
+                 validation_fraction: float | None = None, scaling: str = "feature", gate: str = "paper",
+                 max_leaves: int | None = None, random_state: Any = None, device: str = "cpu",
                  n_jobs: int | None = None,
                  time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
         self.max_depth = max_depth
@@ -146,6 +151,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         self.min_samples_leaf = min_samples_leaf
         self.validation_fraction = validation_fraction
         self.scaling = scaling
+        self.gate = gate
+        self.max_leaves = max_leaves
         self.random_state = random_state
         self.device = device
         self.n_jobs = n_jobs
@@ -233,7 +240,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                                    for i in range(self.tree_.n_nodes)])
         self.fit_time_ = clock.elapsed()
         for name in ("_torch", "_model", "_gen", "_Xt", "_target", "_E", "_y", "_clock_", "_mean", "_scale",
-                     "_stopped", "_last_print", "_n_classes"):
+                     "_stopped", "_last_print", "_n_classes", "_split_order"):
             delattr(self, name)
         self._set_stop(stop, "returning the tree grown so far" if stop != "completed" else "")
 
@@ -276,11 +283,17 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
 
     def _select(self, nodes: list[_Node], E_val: np.ndarray, y_val: np.ndarray) -> list[_Node]:
         """Spec §3.7: the depth whose greedy tree scores best on the validation rows (the shallowest of
-        ties), then the refinement of that tree, kept only if it scores better there."""
-        reached = max(nd.depth for nd in nodes)
-        greedy = [self._val_score(_truncate(nodes, depth), E_val, y_val) for depth in range(reached + 1)]
+        ties), then the refinement of that tree, kept only if it scores better there.  Best-first
+        (``max_leaves``): the number of leaves instead, the trees being the prefixes of the split order."""
+        if self.max_leaves is None:
+            sizes = list(range(max(nd.depth for nd in nodes) + 1))
+            trees = [_truncate(nodes, depth) for depth in sizes]
+        else:
+            sizes = list(range(1, len(self._split_order) + 2))
+            trees = [_truncate(nodes, keep=set(self._split_order[: k - 1])) for k in sizes]
+        greedy = [self._val_score(tree, E_val, y_val) for tree in trees]
         best = int(np.argmax(greedy))
-        nodes = _truncate(nodes, best)
+        nodes = trees[best]
         refined_score = math.nan
         if self.refine and not self._stopped and any(nd.committee is not None for nd in nodes):
             refined = self._refine(nodes)
@@ -288,8 +301,10 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                 refined_score = self._val_score(refined, E_val, y_val)
                 if refined_score > greedy[best]:
                     nodes, self.refined_ = refined, True
-        self.best_depth_ = best
-        self.validation_scores_ = {"depth": list(range(reached + 1)), "greedy": greedy, "refined": refined_score}
+        self.best_depth_ = max(nd.depth for nd in nodes)
+        self.best_n_leaves_ = sum(nd.committee is None for nd in nodes)
+        self.validation_scores_ = {"depth" if self.max_leaves is None else "n_leaves": sizes, "greedy": greedy,
+                                   "refined": refined_score}
         return nodes
 
     def _val_score(self, nodes: list[_Node], E: np.ndarray, y: np.ndarray) -> float:
@@ -362,32 +377,53 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
     # -- greedy growth (spec §3.3-3.5), one level at a time ------------------------------------
     def _grow(self, n: int, d: int) -> list[_Node]:
         """Breadth-first growth: the stumps of all frontier nodes of a level train together (each on
-        the samples that reach it), then each node is cut at its best hard threshold."""
+        the samples that reach it), then each node is cut at its best hard threshold.
+
+        With ``max_leaves`` (best-first, spec §3.5): every frontier leaf gets its stump, and the leaf
+        whose cut lowers the training impurity most is split, until ``max_leaves`` leaves exist (the
+        two children of a split train together).  ``self._split_order`` lists the split nodes in order.
+        """
         nodes = [_Node(np.arange(n), 0)]
         self._stopped = False
-        frontier = [0]
-        while frontier and not self._stopped:
+        self._split_order: list[int] = []
+        best_first = self.max_leaves is not None
+        frontier, pending = [0], []  # best-first: fitted leaves waiting for their turn
+        while not self._stopped:
+            if best_first and len(self._split_order) + 1 >= self.max_leaves:
+                break
             todo = []
             for i in frontier:
                 nd = nodes[i]
                 y = self._y[nd.idx]
                 if nd.depth < self.max_depth and nd.idx.size >= self.min_samples_split and not np.all(y == y[0]):
                     todo.append(i)
+            fitted = list(todo)
             attempts = 1 if self.threshold_mode == "search" else 5  # retry one-sided splits (spec §3.3)
             for _ in range(attempts):
                 if not todo or self._stopped:
                     break
                 done = self._fit_level([nodes[i] for i in todo])
                 todo = [i for i, ok in zip(todo, done) if not ok]
+            ready = [i for i in fitted if nodes[i].committee is not None]
+            if best_first:
+                pending += ready
+                if not pending or self._stopped:
+                    break
+                ready = [max(pending, key=lambda i: (nodes[i].gain, -i))]  # the largest gain, the oldest of ties
+                pending.remove(ready[0])
+            elif not ready:
+                break
             frontier = []
-            for i in range(len(nodes)):
+            for i in ready:
                 nd = nodes[i]
-                if nd.committee is not None and nd.left < 0:
-                    left = nd.idx[polytope_intensity(nd.committee, self._E[nd.idx]) <= nd.t]
-                    right = np.setdiff1d(nd.idx, left, assume_unique=True)
-                    nd.left, nd.right = len(nodes), len(nodes) + 1
-                    nodes += [_Node(left, nd.depth + 1), _Node(right, nd.depth + 1)]
-                    frontier += [nd.left, nd.right]
+                left = nd.idx[polytope_intensity(nd.committee, self._E[nd.idx]) <= nd.t]
+                right = np.setdiff1d(nd.idx, left, assume_unique=True)
+                nd.left, nd.right = len(nodes), len(nodes) + 1
+                nodes += [_Node(left, nd.depth + 1), _Node(right, nd.depth + 1)]
+                frontier += [nd.left, nd.right]
+                self._split_order.append(i)
+        for i in pending:  # fitted but never split: leaves
+            nodes[i].committee = None
         return nodes
 
     def _fit_level(self, level: list[_Node]) -> list[bool]:
@@ -402,13 +438,15 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         s.progress = self._progress("grow", depth, s)
         p = model.init_level(len(level), int(self.n_restarts), int(self.max_facets), self._E.shape[1], Xt,
                              torch.as_tensor(node_of, device=Xt.device), float(self.initial_steepness), self._gen,
-                             torch.float32)
+                             torch.float32, reference=self.gate == "reference")
         status = model.train(p, Xt, target, s, self._gen)
         self._record("grow", depth, p.history)
         if status == "time_limit":
             self._stopped = True
             return [False] * len(level)
         B, rho, t, tau = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t, p.tau))
+        slope = None if p.a is None else p.a.detach().cpu().numpy().astype(np.float64)
+        K = rho.shape[-1]
         done = []
         for f, nd in enumerate(level):
             E, y = self._E[nd.idx], self._y[nd.idx]
@@ -416,18 +454,23 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             parent_J = parent / nd.idx.size if self._task == "classification" else parent
             best = None
             for u in range(B.shape[1]):
-                mask = search.prune_mask(rho[f, u], np.ones(rho.shape[-1]))
-                committee = search.raw_committee(B[f, u], rho[f, u], mask, self._mean, self._scale)
-                cut, cost = self._cut(polytope_intensity(committee, E), y, float(t[f, u]))
+                if slope is None:
+                    rho_u, t_u, mask = rho[f, u], float(t[f, u]), search.prune_mask(rho[f, u], np.ones(K))
+                else:  # as the paper's gate with tied weights, the convex side left (spec R2)
+                    rho_u, t_u, _ = search.reference_as_paper(slope[f, u], t[f, u], K)
+                    mask = np.ones(K)
+                committee = search.raw_committee(B[f, u], rho_u, mask, self._mean, self._scale)
+                cut, cost = self._cut(polytope_intensity(committee, E), y, t_u)
                 if cut is not None and cost < parent_J - 1e-12 * max(1.0, abs(parent_J)) and (
                         best is None or cost < best[0]):
-                    best = (cost, u, cut, mask, committee)
+                    best = (cost, u, cut, mask, committee, rho_u)
             done.append(best is not None)
             if best is None:
                 continue
-            _, u, cut, mask, committee = best
+            cost, u, cut, mask, committee, rho_u = best
             committee["facet"] = search.effective_facets(committee, E, cut)
-            nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B[f, u], rho[f, u], mask, cut, float(tau[f, u]), committee
+            nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B[f, u], rho_u, mask, cut, float(tau[f, u]), committee
+            nd.gain = parent - (cost * nd.idx.size if self._task == "classification" else cost)
         return done
 
     def _cut(self, lam: np.ndarray, y: np.ndarray, t_learned: float) -> tuple[float | None, float]:
@@ -464,11 +507,15 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         def stack(attr: str) -> Any:
             return torch.tensor(np.stack([getattr(nodes[i], attr) for i in internal])[None], dtype=f32, device=dev)
 
-        p = model.Params(stack("B"), stack("rho"), torch.tensor([[nodes[i].t for i in internal]], dtype=f32,
-                                                                 device=dev),
+        reference = self.gate == "reference"
+        t = np.array([nodes[i].t for i in internal])
+        if reference:  # each node's (a, c) from its tied weights and threshold (a < 0: the convex side left)
+            a, t = np.array([search.paper_as_reference(nodes[i].rho, nodes[i].t) for i in internal]).T
+        p = model.Params(stack("B"), stack("rho"), torch.tensor(t[None], dtype=f32, device=dev),
                          torch.tensor([[nodes[i].tau for i in internal]], dtype=f32, device=dev), stack("mask"),
                          right=torch.tensor(right, dtype=f32, device=dev), left=torch.tensor(left, dtype=f32, device=dev),
-                         children=None if (ch := _children(nodes, internal, leaves)) is None else torch.tensor(ch, device=dev))
+                         children=torch.tensor(_children(nodes, internal, leaves), device=dev),
+                         a=torch.tensor(a[None], dtype=f32, device=dev) if reference else None)
         n = self._E.shape[0]
         s = self._settings(n, self.refine_epochs, 20, 150, AUTO_STEPS // 2)
         s.progress = self._progress("refine", -1, s)
@@ -480,6 +527,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             return None
         B, rho, t, tau, mask = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t, p.tau,
                                                                                       p.mask))
+        slope = None if p.a is None else p.a.detach().cpu().numpy().astype(np.float64)
         out = [_Node(np.arange(0), nd.depth) for nd in nodes]
         out[0].idx = np.arange(n)
         for i, nd in enumerate(nodes):  # parents first: route the training set down the refined tree
@@ -488,12 +536,19 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                 continue
             m = pos[i]
             new.left, new.right = nd.left, nd.right
-            new.mask = search.prune_mask(rho[0, m], mask[0, m])
-            new.B, new.rho, new.t, new.tau = B[0, m], rho[0, m], float(t[0, m]), float(tau[0, m])
+            new.B, new.tau = B[0, m], float(tau[0, m])
+            if slope is None:
+                new.mask = search.prune_mask(rho[0, m], mask[0, m])
+                new.rho, new.t = rho[0, m], float(t[0, m])
+            else:  # a slope that turned positive makes the gate's right child the convex side
+                new.rho, new.t, swap = search.reference_as_paper(slope[0, m], t[0, m], rho.shape[-1])
+                new.mask = mask[0, m]
+                if swap:
+                    new.left, new.right = nd.right, nd.left
             new.committee = search.raw_committee(new.B, new.rho, new.mask, self._mean, self._scale)
             E = self._E[new.idx]
             goes_left = polytope_intensity(new.committee, E) <= new.t
-            out[nd.left].idx, out[nd.right].idx = new.idx[goes_left], new.idx[~goes_left]
+            out[new.left].idx, out[new.right].idx = new.idx[goes_left], new.idx[~goes_left]
             new.committee["facet"] = search.effective_facets(new.committee, E, new.t) if E.shape[0] else \
                 np.ones_like(new.committee["r"])
         return out
@@ -586,6 +641,25 @@ _DOC_PARAMS = """
         with one mean and spread over every entry (the reference code's choice for molecular
         fingerprints, where standardising a rare bit on its own makes it a huge outlier).  The
         fitted splits are on the raw columns either way.
+    gate : {"paper", "reference"}, default="paper"
+        The committee's gate.  "paper": ``sigmoid(tau (sum_k r_k softplus(beta_k . x~) - t))`` with
+        one weight ``r_k = exp(rho_k)`` per expert under the gamma-process prior (spec R2).
+        "reference": the reference code's ``sigmoid(tau (c - a mean_k softplus(beta_k . x~)))``
+        (spec §3.1 [REF]): no expert weights (hence no gamma-process term in the prior, only the
+        coefficients' Student-t), a free slope ``a`` whose sign picks the side that is convex, and
+        the offset ``c``.  Either way the fitted split is a ``POLYTOPE`` of ``tree_`` with the convex
+        side left (a reference gate is stored with every ``r_k = |a| / K`` and ``t = -c``, or
+        ``t = c`` with its children swapped when ``a > 0``), so prediction, ``export_text``, plots
+        and saved files are the same for both.
+    max_leaves : int or None, default=None
+        Best-first growth (spec §3.5): every frontier leaf gets its stump, and the leaf whose cut
+        lowers the training impurity most (``n`` times the information gain for classification,
+        the drop in squared error for regression) is split, until there are ``max_leaves`` leaves
+        or no leaf can be split.  Unlike the reference code, ``max_depth`` still applies: no node
+        deeper than ``max_depth`` is split (raise it to let the gains alone shape the tree).  With
+        validation rows (``validation_fraction`` or ``X_val``) the selection is over the number of
+        leaves (the trees after the first k splits) instead of the depth.  None: level-by-level
+        growth to ``max_depth``.
     random_state : int, RandomState or None, default=None
         Seeds the initialisation and the mini-batches; a fixed int gives the same tree on CPU.
     device : {"cpu", "cuda", "auto"}, default="cpu"
@@ -609,10 +683,11 @@ _DOC_ATTRS = """
         (with the prior, summed over the restarts) and ``tau`` (mean).
     refined_ : bool
         Whether ``tree_`` is the refined tree.
-    best_depth_, validation_scores_ : int, dict
-        With ``validation_fraction``: the depth selected, and the validation scores of the greedy
-        tree at every depth (``"depth"``, ``"greedy"``) and of the refined one (``"refined"``, NaN
-        when not refined).
+    best_depth_, best_n_leaves_, validation_scores_ : int, int, dict
+        With ``validation_fraction`` (or ``X_val``): the depth and leaves of the selected tree, and
+        the validation scores of the greedy tree at every depth (``"depth"``, ``"greedy"``; with
+        ``max_leaves``, at every number of leaves, ``"n_leaves"``) and of the refined one
+        (``"refined"``, NaN when not refined).
     device_ : str
         Where it was trained.
     n_features_in_, feature_names_in_, binarizer_ (None), fit_time_, compile_time_, stop_reason_

@@ -8,8 +8,10 @@ all nodes of all units, a few element-wise operations and two small products wit
 path matrices; there is no Python loop over samples or nodes inside an epoch.
 
 Shapes: ``B`` (U, M, K, D+1) with the bias in column 0, ``rho = ln r`` (U, M, K), ``t`` (U, M),
-``tau`` (U, M), ``mask`` (U, M, K) (0 for pruned experts).  This module imports torch: it is
-imported only by ``fit``.
+``tau`` (U, M), ``mask`` (U, M, K) (0 for pruned experts).  With the reference code's gate
+(``gate="reference"``, spec §3.1) a node has no ``rho`` but one slope ``a`` (U, M), and the ``t`` slot
+holds its offset ``c``: ``g = sigmoid(tau (c - a mean_k softplus(beta_k . x~)))``.  This module imports
+torch: it is imported only by ``fit``.
 """
 
 from __future__ import annotations
@@ -65,6 +67,37 @@ def gate(lam: torch.Tensor, t: torch.Tensor, tau: torch.Tensor, clamp: bool = Tr
     return g.clamp(GATE_EPS, 1 - GATE_EPS) if clamp else g
 
 
+def reference_gate(lam_bar: torch.Tensor, a: torch.Tensor, c: torch.Tensor, tau: torch.Tensor,
+                   clamp: bool = True) -> torch.Tensor:
+    """The reference code's gate ``g = sigmoid(tau (c - a lambda_bar))`` (spec §3.1 [REF]), with
+    ``lambda_bar = mean_k softplus(beta_k . x~)``: the probability of going right.
+
+    With ``a < 0`` it is the paper's gate with every ``r_k = |a| / K`` and ``t = -c`` (right is
+    outside the polytope); with ``a > 0`` right is the inside.
+    """
+    g = torch.sigmoid(tau * (c - a * lam_bar))
+    return g.clamp(GATE_EPS, 1 - GATE_EPS) if clamp else g
+
+
+def expert_weights(rho: torch.Tensor, mask: torch.Tensor, reference: bool) -> torch.Tensor:
+    """The weights of the experts in a committee's sum: ``r_k = exp(rho_k)`` of the experts kept
+    (``mask``), or, for the reference gate, the mask alone (its mean is taken in :func:`committee_gate`)."""
+    return mask if reference else torch.exp(rho) * mask
+
+
+def committee_gate(Z: torch.Tensor, w: torch.Tensor, t: torch.Tensor, tau: torch.Tensor,
+                   a: torch.Tensor | None = None) -> torch.Tensor:
+    """The gate of committees whose expert pre-activations are ``Z`` (..., K), with expert weights
+    ``w`` (:func:`expert_weights`, Z's shape): the paper's (:func:`gate` of ``lambda = sum_k w_k
+    softplus(z_k)``) or, when the slopes ``a`` are given, the reference code's (:func:`reference_gate`
+    of the mean over the kept experts, ``t`` holding ``c``); ``t``, ``tau``, ``a`` have Z's shape
+    without K."""
+    lam = (F.softplus(Z) * w).sum(-1)
+    if a is None:
+        return gate(lam, t, tau)
+    return reference_gate(lam / w.sum(-1).clamp_min(1.0), a, t, tau)
+
+
 def leaf_log_probs(g: torch.Tensor, right: torch.Tensor, left: torch.Tensor) -> torch.Tensor:
     """``ln pi_l = sum over the path of ln g (right turns) + ln(1 - g) (left turns)`` (spec eq. 6-7).
 
@@ -90,14 +123,14 @@ def _xlogx(c: torch.Tensor) -> torch.Tensor:
 
 
 def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: torch.Tensor,
-                     tau: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+                     tau: torch.Tensor, mask: torch.Tensor, a: torch.Tensor | None = None) -> torch.Tensor:
     """Leaf probabilities (left, right) of the stumps of one level of the greedy growth, shape (b, R, 2).
 
     ``B`` is (F, R, K, D+1): R restarts of a stump for each of the F frontier nodes; sample ``i`` of
     the batch reaches node ``node[i]`` and only that node's stumps see it.  With few nodes one
     matrix product computes every node's experts and each sample keeps its node's (``F <= DENSE_LEVEL``);
     otherwise one sparse product computes only each sample's node's
-    experts (:func:`block_product`).
+    experts (:func:`block_product`).  ``a`` (F, R): the reference gate's slopes (``t`` holds ``c``).
     """
     F_, R, K, D1 = B.shape
     if F_ <= DENSE_LEVEL:
@@ -105,8 +138,8 @@ def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho:
         Z = Z[torch.arange(Xt.shape[0], device=Xt.device), node]
     else:
         Z = block_product(Xt, node, B.permute(0, 3, 1, 2).reshape(F_ * D1, R * K)).reshape(-1, R, K)
-    lam = (F.softplus(Z) * (torch.exp(rho) * mask)[node]).sum(-1)
-    g = gate(lam, t[node], tau[node])
+    w = expert_weights(rho, mask, a is not None)[node]
+    g = committee_gate(Z, w, t[node], tau[node], None if a is None else a[node])
     return torch.stack([1 - g, g], -1)
 
 
@@ -169,8 +202,8 @@ def block_product(rows: torch.Tensor, block: torch.Tensor, W: torch.Tensor) -> t
 
 
 def pruned_leaf_probs(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: torch.Tensor, tau: torch.Tensor,
-                      mask: torch.Tensor, children: torch.Tensor, cut: float = PATH_CUT
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                      mask: torch.Tensor, children: torch.Tensor, cut: float = PATH_CUT,
+                      a: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Leaf probabilities of one soft tree, computed only where they matter (spec §6.1 path pruning).
 
     Sends the batch down level by level as (sample, node) pairs, dropping a pair once its path
@@ -180,12 +213,13 @@ def pruned_leaf_probs(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: t
 
     ``B`` (M, K, D+1), ``rho``/``mask`` (M, K), ``t``/``tau`` (M,) of the tree's internal nodes (root
     0); ``children`` (M, 2) the (left, right) child of every node: an internal node's index, or
-    ``-1 - l`` for leaf ``l``.  Returns ``(sample, leaf, pi)`` of the surviving pairs.
+    ``-1 - l`` for leaf ``l``; ``a`` (M,) the reference gate's slopes (``t`` holding ``c``).  Returns
+    ``(sample, leaf, pi)`` of the surviving pairs.
     """
     M, K, D1 = B.shape
     n = Xt.shape[0]
     Bf = B.transpose(1, 2).reshape(M * D1, K)  # block m of rows: B[m]^T
-    r = torch.exp(rho) * mask
+    w = expert_weights(rho, mask, a is not None)
     samp = torch.arange(n, device=Xt.device)
     node = torch.zeros(n, dtype=torch.long, device=Xt.device)
     logpi = torch.zeros(n, dtype=Xt.dtype, device=Xt.device)
@@ -194,8 +228,7 @@ def pruned_leaf_probs(Xt: torch.Tensor, B: torch.Tensor, rho: torch.Tensor, t: t
     while samp.numel():
         rows = Xt[samp]
         Z = rows @ B[node[0]].T if bool((node == node[0]).all()) else block_product(rows, node, Bf)
-        lam = (F.softplus(Z) * r[node]).sum(-1)
-        g = gate(lam, t[node], tau[node])
+        g = committee_gate(Z, w[node], t[node], tau[node], None if a is None else a[node])
         nxt_s, nxt_n, nxt_p = [], [], []
         for side, logg in ((0, torch.log1p(-g)), (1, torch.log(g))):
             lp = logpi + logg
@@ -242,17 +275,18 @@ def variance_loss(pi: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.einsum("nul,nul->u", pi, (y[:, None, None] - mu) ** 2) / pi.shape[0]
 
 
-def prior_penalty(B: torch.Tensor, rho: torch.Tensor, gamma0: float, c0: float, a_beta: float, b_beta: float,
+def prior_penalty(B: torch.Tensor, rho: torch.Tensor | None, gamma0: float, c0: float, a_beta: float, b_beta: float,
                   mask: torch.Tensor | None = None) -> torch.Tensor:
     """Negative log prior ``sum_nodes R_nu`` (spec §2.7), one per unit (constants dropped).
 
     ``R = sum_k [-(gamma0/K - 1) rho_k + c0 r_k] + (a_beta + 1/2) sum_jk ln(1 + beta_jk^2 / (2 b_beta))``,
-    over the experts that are not pruned (``mask``).
+    over the experts that are not pruned (``mask``).  ``rho=None`` (the reference gate, which has
+    no expert weights): the coefficients' Student-t part only.
     """
     K = B.shape[2]
-    r_part = -(gamma0 / K - 1.0) * rho + c0 * torch.exp(rho)
-    b_part = (a_beta + 0.5) * torch.log1p(B**2 / (2.0 * b_beta)).sum(-1)
-    per_expert = r_part + b_part
+    per_expert = (a_beta + 0.5) * torch.log1p(B**2 / (2.0 * b_beta)).sum(-1)
+    if rho is not None:
+        per_expert = per_expert - (gamma0 / K - 1.0) * rho + c0 * torch.exp(rho)
     if mask is not None:
         per_expert = per_expert * mask
     return per_expert.sum((-1, -2))
@@ -307,7 +341,12 @@ class Params:
     left: torch.Tensor | None = None
     node_of: torch.Tensor | None = None  # (n,) frontier node of every sample (a level of the growth)
     children: torch.Tensor | None = None  # (M, 2) children of a tree's nodes: path-pruned refinement
+    a: torch.Tensor | None = None  # (U, M) slopes of the reference gate (then ``t`` holds its offsets c)
     history: list = field(default_factory=list)
+
+    def trainable(self) -> list[torch.Tensor]:
+        """What Adam updates: ``B``, ``rho`` and ``t``, or ``B``, ``a`` and ``c`` for the reference gate."""
+        return [self.B, self.rho, self.t] if self.a is None else [self.B, self.a, self.t]
 
 
 def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w: float, n_total: int,
@@ -315,21 +354,25 @@ def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w:
     """The data loss of every unit (restart or tree) on the batch ``idx``, and the penalised scalar
     loss (the sum over units, which are independent, plus ``(w / n_total) L_reg``)."""
     if p.children is not None:
-        samp, leaf, pi = pruned_leaf_probs(Xt, p.B[0], p.rho[0], p.t[0], p.tau[0], p.mask[0], p.children)
+        samp, leaf, pi = pruned_leaf_probs(Xt, p.B[0], p.rho[0], p.t[0], p.tau[0], p.mask[0], p.children,
+                                           a=None if p.a is None else p.a[0])
         pair = pair_entropy if s.task == "classification" else pair_variance
         data = pair(samp, leaf, pi, target, p.right.shape[1], Xt.shape[0])
     elif p.node_of is None:
-        lam = intensity(Xt, p.B, p.rho, p.mask)
-        pi = torch.exp(leaf_log_probs(gate(lam, p.t, p.tau), p.right, p.left))
+        U, M, K, D1 = p.B.shape
+        Z = (Xt @ p.B.reshape(U * M * K, D1).T).reshape(-1, U, M, K)
+        w = expert_weights(p.rho, p.mask, p.a is not None)
+        pi = torch.exp(leaf_log_probs(committee_gate(Z, w, p.t, p.tau, p.a), p.right, p.left))
         data = entropy_loss(pi, target) if s.task == "classification" else variance_loss(pi, target)
     else:
         node = p.node_of[idx]
-        pi = level_leaf_probs(Xt, node, p.B, p.rho, p.t, p.tau, p.mask)
+        pi = level_leaf_probs(Xt, node, p.B, p.rho, p.t, p.tau, p.mask, p.a)
         group = grouped_entropy if s.task == "classification" else grouped_variance
         data = group(pi, target, node, p.B.shape[0])
     total = data.sum()
     if s.use_prior and w > 0:
-        total = total + (w / n_total) * prior_penalty(p.B, p.rho, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask).sum()
+        rho = p.rho if p.a is None else None  # the reference gate has no expert weights
+        total = total + (w / n_total) * prior_penalty(p.B, rho, s.gamma0, s.c0, s.a_beta, s.b_beta, p.mask).sum()
     return data, total
 
 
@@ -342,16 +385,17 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
     epoch to ``p.history`` (means over the epoch's batches; the data loss is the mean over units, the
     penalised loss their sum).
     """
-    for tensor in (p.B, p.rho, p.t):
+    params = p.trainable()
+    for tensor in params:
         tensor.requires_grad_(True)
-    opt = torch.optim.Adam([p.B, p.rho, p.t], lr=s.lr, fused=Xt.device.type == "cpu" or None)
+    opt = torch.optim.Adam(params, lr=s.lr, fused=Xt.device.type == "cpu" or None)
     n = Xt.shape[0]
     n_batches = max(1, math.ceil(n / s.batch_size))
     for epoch in range(s.epochs):
         if s.expired():
             return "time_limit"
         w = prior_schedule(epoch, s.epochs, s.prior_weight, s.prior_warmup)
-        saved = (p.B.detach().clone(), p.rho.detach().clone(), p.t.detach().clone())
+        saved = [a.detach().clone() for a in params]
         perm = torch.randperm(n, generator=generator).to(Xt.device)
         sum_data = torch.zeros((), device=Xt.device)
         sum_total = torch.zeros((), device=Xt.device)
@@ -361,14 +405,16 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
             loss.backward()
             opt.step()
             with torch.no_grad():
-                p.rho.clamp_(min=RHO_MIN)
+                if p.a is None:
+                    p.rho.clamp_(min=RHO_MIN)
                 sum_data += data.detach().mean()
                 sum_total += loss.detach()
         mean_data, mean_total = float(sum_data) / n_batches, float(sum_total) / n_batches
-        finite = all(bool(torch.isfinite(a).all()) for a in (p.B, p.rho, p.t))
+        finite = all(bool(torch.isfinite(a).all()) for a in params)
         if not (finite and math.isfinite(mean_total)):
             with torch.no_grad():
-                p.B.copy_(saved[0]), p.rho.copy_(saved[1]), p.t.copy_(saved[2])
+                for a, old in zip(params, saved):
+                    a.copy_(old)
             return "failed"
         p.tau += s.steepness_inc
         p.history.append((epoch, mean_data, mean_total, float(p.tau.mean())))
@@ -378,22 +424,30 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
 
 
 def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, node_of: torch.Tensor, tau0: float,
-               generator: torch.Generator, dtype: torch.dtype) -> Params:
+               generator: torch.Generator, dtype: torch.dtype, reference: bool = False) -> Params:
     """Fresh stumps for the ``n_nodes`` frontier nodes of a level, ``n_restarts`` each (spec §3.0):
     beta ~ U(-1/sqrt(D), 1/sqrt(D)), rho ~ N(0, 0.1^2), t at the median of lambda over the node's
-    samples (a balanced first split), tau = tau0."""
+    samples (a balanced first split), tau = tau0.  ``reference``: the reference gate, its slope
+    a ~ U(-1, 1) (the reference code's initialisation) and c = a median(lambda_bar), so that its
+    first split is balanced too."""
     bound = 1.0 / math.sqrt(max(D, 1))
     shape = (n_nodes, n_restarts, K)
     B = ((torch.rand(shape + (D + 1,), generator=generator, dtype=dtype) * 2 - 1) * bound).to(Xt.device)
     rho = (torch.randn(shape, generator=generator, dtype=dtype) * 0.1).to(Xt.device)
     mask = torch.ones_like(rho)
     t = torch.empty((n_nodes, n_restarts), dtype=dtype, device=Xt.device)
+    a = (torch.rand((n_nodes, n_restarts), generator=generator, dtype=dtype) * 2 - 1).to(Xt.device) \
+        if reference else None
     with torch.no_grad():
         for f in range(n_nodes):
             rows = Xt[node_of == f]
-            t[f] = intensity(rows, B[f : f + 1], rho[f : f + 1])[:, 0].median(0).values
+            if a is None:
+                t[f] = intensity(rows, B[f : f + 1], rho[f : f + 1])[:, 0].median(0).values
+            else:
+                lam_bar = intensity(rows, B[f : f + 1], torch.full_like(rho[f : f + 1], -math.log(K)))[:, 0]
+                t[f] = a[f] * lam_bar.median(0).values
     tau = torch.full((n_nodes, n_restarts), float(tau0), dtype=dtype, device=Xt.device)
-    return Params(B, rho, t, tau, mask, node_of=node_of)
+    return Params(B, rho, t, tau, mask, node_of=node_of, a=a)
 
 
 def path_matrices(parents: list[tuple[int, int]], n_internal: int, n_leaves: int) -> tuple[np.ndarray, np.ndarray]:

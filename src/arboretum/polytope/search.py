@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask"]
+__all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask", "reference_as_paper",
+           "paper_as_reference"]
 
 
 def _entropy_rows(counts: np.ndarray) -> np.ndarray:
@@ -87,6 +88,32 @@ def raw_committee(B: np.ndarray, rho: np.ndarray, mask: np.ndarray, mean: np.nda
     W = B[keep, 1:] / scale
     return {"r": np.exp(np.asarray(rho, dtype=np.float64)[keep]), "bias": B[keep, 0] - W @ mean, "coefs": W,
             "facet": np.ones(keep.size)}
+
+
+#: Smallest |a| of a reference gate on export (``r_k = |a| / K`` must be positive).
+A_MIN = 1e-12
+
+
+def reference_as_paper(a: float, c: float, K: int) -> tuple[np.ndarray, float, bool]:
+    """The reference gate ``sigmoid(tau (c - a mean_k softplus(z_k)))`` as the paper's (spec §3.1, R2).
+
+    Returns ``(rho, t, swap)``: ``rho = ln(|a| / K)`` for all K experts, so that
+    ``lambda = sum_k r_k softplus(z_k) = |a| lambda_bar``, and the threshold ``t`` of the convex side
+    ``lambda <= t``.  With ``a < 0`` the gate goes right outside the polytope (``t = -c``, ``swap``
+    False); with ``a > 0`` it goes right inside (``t = c``), so the convex side, the left child of a
+    ``POLYTOPE`` split, is the gate's right child (``swap`` True).  Up to ties at ``g = 1/2``, the
+    split ``lambda > t`` sends a sample right exactly when the gate's ``g > 1/2`` (``swap`` False) or
+    ``g < 1/2`` (``swap`` True).  ``|a|`` is kept >= :data:`A_MIN`.
+    """
+    rho = np.full(K, np.log(max(abs(float(a)), A_MIN) / K))
+    return rho, (float(c) if a > 0 else -float(c)), bool(a > 0)
+
+
+def paper_as_reference(rho: np.ndarray, t: float) -> tuple[float, float]:
+    """``(a, c)`` of a reference gate with tied weights ``exp(rho)`` and threshold ``t`` (the inverse of
+    :func:`reference_as_paper` with ``a < 0``): ``a = -K r``, ``c = -t``."""
+    rho = np.asarray(rho, dtype=np.float64)
+    return -float(rho.size * np.exp(rho[0])), -float(t)
 
 
 def prune_mask(rho: np.ndarray, mask: np.ndarray, rel: float = 1e-3) -> np.ndarray:
