@@ -218,6 +218,20 @@ def test_deadline_holds_on_wide_data(n_features):
     assert not clf.optimal_ and clf.objective_ == (clf.predict(X) != y).sum() < 30
 
 
+def test_deadline_holds_on_tall_data():
+    # 50,000 rows: one root feature of a depth-2 side of 40,000 points takes about a second, so the
+    # depth-2 kernel reads the clock between roots (it overshot time_limit=2 by 1 s before).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50_000, 5))
+    y = X[:, 0] + rng.normal(size=50_000)
+    reg = OptimalTreeRegressor(time_limit=0.3)
+    t0 = time.perf_counter()
+    with pytest.warns(Warning, match="time_limit"):
+        reg.fit(X, y)
+    assert time.perf_counter() - t0 - reg.compile_time_ < 0.3 * 1.1 + 0.5 + 1.0
+    assert not reg.optimal_ and reg.tree_.n_leaves >= 2
+
+
 def test_level_kernel_stops_at_once_with_the_leaf_and_says_so():
     from arboretum.optimal.depth2 import level_solve
 
@@ -347,7 +361,7 @@ def test_depth2_bisection_matches_the_exhaustive_root_scan():
         costs = []
         for lip, mono in ((False, False), (True, True)):
             state, rec, counts = np.array([math.inf, -1.0, math.inf]), np.full(6, -1), np.zeros(2, dtype=np.int64)
-            depth2_features(order, m, lab, w, ys, brk, 1, 3, 1, max_k, feats, first, lip, mono, 1e-9, state, rec,
-                            counts)
+            assert depth2_features(order, m, lab, w, ys, brk, 1, 3, 1, max_k, feats, first, lip, mono, 1e-9, state,
+                                   rec, counts, np.inf)
             costs.append((state[0], counts[0], counts[1]))
         assert costs[0][0] == costs[1][0] and costs[0][1] == costs[0][2] and costs[1][1] < costs[1][2] / 5

@@ -189,8 +189,10 @@ class _Search:
                 for lo in range(0, feats.shape[0], step):
                     if self._out_of_time() or state[0] <= 0.0:
                         break
-                    depth2_features(ords, m, *cols, max_k, feats[lo:lo + step], first[lo:lo + step],
-                                    self.lipschitz, True, self.gain, state, rec, self.counts)
+                    if not depth2_features(ords, m, *cols, max_k, feats[lo:lo + step], first[lo:lo + step],
+                                           self.lipschitz, True, self.gain, state, rec, self.counts,
+                                           seconds_left(self.deadline)):
+                        self.stopped = True
         if state[1] < 0 or not state[0] < bound:
             return None
         if state[1] == 0:

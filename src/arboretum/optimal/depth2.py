@@ -447,7 +447,7 @@ def depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin, to
 
 @njit(cache=True)
 def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, monotone, gain,
-                    state, rec, counts):
+                    state, rec, counts, seconds):
     """Search the roots of features ``feats`` for the best tree of depth <= 2 with at most ``max_k``
     (1 to 3) splits (see the module).
 
@@ -459,7 +459,10 @@ def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, 
     best k, bound]`` is read and updated (only trees of cost ``< bound``);
     ``rec = (d1, t1, dL, tL, dR, tR)``.  The search stops at a tree of cost 0.
     ``counts[0]`` += roots evaluated, ``counts[1]`` += roots considered.
+    Stops after ``seconds`` (read between roots: one feature of 40,000 points
+    takes a second) and returns False then, True when every feature is done.
     """
+    stop = stop_time(seconds)
     D = ords.shape[0]
     N = 0
     for u in range(m):
@@ -478,7 +481,7 @@ def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, 
     stack = np.empty((m + 2, 4), dtype=np.int64)
     for q in range(feats.shape[0]):
         if state[0] <= 0.0:
-            return
+            return True
         d1 = feats[q]
         nT = 0
         acc = 0.0
@@ -507,12 +510,14 @@ def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, 
         pick = j0
         while True:
             if pick >= 0:
+                if monotonic() >= stop:
+                    return False
                 t = roots[pick]
                 counts[0] += 1
                 _try_root(ords, m, d1, t, rank, lab, w, y, brk, mode, n_stats, nmin, max_k, state, rec, work, out,
                           pos, gain)
                 if state[0] <= 0.0:
-                    return
+                    return True
                 l0[pick] = out[4]
                 r0[pick] = out[5]
                 l1[pick] = min(out[4], out[6])
@@ -574,6 +579,7 @@ def depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, 
             stack[top, 1] = g
             stack[top, 2] = a
             stack[top, 3] = b
+    return True
 
 
 @njit(cache=True)
@@ -684,7 +690,7 @@ def depth2_solve(ords, vals, m, label, weight, target, mode, n_stats, nmin, max_
         return
     lab, w, y, brk, feats, first = depth2_prepare(ords, vals, m, label, weight, target, mode, n_stats, nmin, gain)
     depth2_features(ords, m, lab, w, y, brk, mode, n_stats, nmin, max_k, feats, first, lipschitz, True, gain, state,
-                    rec, counts)
+                    rec, counts, np.inf)
 
 
 @njit(cache=True)
