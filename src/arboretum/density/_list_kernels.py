@@ -415,36 +415,37 @@ def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, s_off, s_n, cov_in
     nn = 0
     ng = 0
     mine = 0.0
+    # room for the worst case once (growing per box costs reference counting in the hot loop)
+    dst = _grow(dst, d_off + s_n * (rule_nfeat + 1) + 1)
+    got = _grow(got, g_off + s_n + 1)
+    gotv = _grow1(gotv, g_off + s_n + 1)
     for f in range(s_n):
-        b = src[s_off + f]
+        fb = s_off + f
         meets = True
         for t in range(rule_nfeat):
             j = rule_feats[t]
-            if b[word[j]] & rule[word[j]] & seg[j] == 0:
+            if src[fb, word[j]] & rule[word[j]] & seg[j] == 0:
                 meets = False
                 break
-        dst = _grow(dst, d_off + nn + rule_nfeat + 1)
         if not meets:
             for w in range(W2):
-                dst[d_off + nn, w] = b[w]
+                dst[d_off + nn, w] = src[fb, w]
             nn += 1
             continue
         inter = 1.0
         for j in range(p):
-            inter *= popcount64(b[word[j]] & rule[word[j]] & seg[j])
+            inter *= popcount64(src[fb, word[j]] & rule[word[j]] & seg[j])
         mine += inter
-        got = _grow(got, g_off + ng + 1)
-        gotv = _grow1(gotv, g_off + ng + 1)
         for w in range(W2):
-            got[g_off + ng, w] = b[w] & rule[w]
+            got[g_off + ng, w] = src[fb, w] & rule[w]
         gotv[g_off + ng] = inter
         ng += 1
         for w in range(W2):
-            cur[w] = b[w]
+            cur[w] = src[fb, w]
         for t in range(rule_nfeat):
             j = rule_feats[t]
             w = word[j]
-            bj = b[w] & seg[j]
+            bj = src[fb, w] & seg[j]
             rj = rule[w] & seg[j]
             if bj & rj == bj:
                 continue
@@ -547,7 +548,8 @@ def _commit(s0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, P,
     for i in range(s0 + 1, m + 1):
         F = _grow(F, start + gnf[i] + 1)
         for f in range(gnf[i]):
-            F[start + f] = G[goff[i] + f]
+            for w in range(F.shape[1]):
+                F[start + f, w] = G[goff[i] + f, w]
         off[i] = start
         nf[i] = gnf[i]
         cov[i] = gcov[i]
@@ -559,7 +561,8 @@ def _commit(s0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, P,
         P = _grow(P, start + gpn[i] + 1)
         pv = _grow1(pv, start + gpn[i] + 1)
         for f in range(gpn[i]):
-            P[start + f] = GP[gpoff[i] + f]
+            for w in range(P.shape[1]):
+                P[start + f, w] = GP[gpoff[i] + f, w]
             pv[start + f] = gpv[gpoff[i] + f]
         poff[i] = start
         pn[i] = gpn[i]
@@ -591,14 +594,14 @@ def _rule_masks(packed, ant_feats, ant_nfeat, word, seg):
 
 
 @njit(cache=True)
-def _meet_volume(b, vb, a, rw, rm, sm, nfeat):
-    """Volume of the packed box ``b`` (volume ``vb``) inside antecedent ``a``; 0 when they are disjoint.
+def _meet_volume(P, f, vb, a, rw, rm, sm, nfeat):
+    """Volume of the packed box ``P[f]`` (volume ``vb``) inside antecedent ``a``; 0 when they are disjoint.
     ``vb`` divided by the factors of the restricted features, times their intersections: exact integers
     (below 2**53)."""
     num = 1.0
     den = 1.0
     for t in range(nfeat[a]):
-        x = b[rw[a, t]]
+        x = P[f, rw[a, t]]
         inter = popcount64(x & rm[a, t])
         if inter == 0:
             return 0.0
@@ -612,7 +615,7 @@ def _leaf_loss(P, pv, start, count, a, rw, rm, sm, nfeat):
     """Volume of the pieces ``P[start:start+count]`` inside antecedent ``a``."""
     x = 0.0
     for f in range(count):
-        x += _meet_volume(P[start + f], pv[start + f], a, rw, rm, sm, nfeat)
+        x += _meet_volume(P, start + f, pv[start + f], a, rw, rm, sm, nfeat)
     return x
 
 
@@ -635,25 +638,24 @@ def _redistribute(P, pv, start, count, rules, lo, hi, rw, rm, sm, nfeat, gain, Q
         a = rules[i]
         nfa = nfeat[a]
         nr = 0
+        R = _grow(R, nq * (nfa + 1) + 1)
+        rv = _grow1(rv, nq * (nfa + 1) + 1)
         for f in range(nq):
-            R = _grow(R, nr + nfa + 1)
-            rv = _grow1(rv, nr + nfa + 1)
-            b = Q[f]
             vb = qv[f]
             meets = True
             for t in range(nfa):
-                if b[rw[a, t]] & rm[a, t] == 0:
+                if Q[f, rw[a, t]] & rm[a, t] == 0:
                     meets = False
                     break
             if not meets:
                 for w in range(W2):
-                    R[nr, w] = b[w]
+                    R[nr, w] = Q[f, w]
                 rv[nr] = vb
                 nr += 1
                 continue
             vcur = vb
             for w in range(W2):
-                R[nr, w] = b[w]
+                R[nr, w] = Q[f, w]
             for t in range(nfa):
                 w = rw[a, t]
                 bj = R[nr, w] & sm[a, t]
