@@ -397,26 +397,29 @@ def _grow1(x, need):
 
 
 @njit(cache=True)
-def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, s_off, s_n, cov_in, dst, d_off, cov_out, cur, word,
-                seg, got, g_off, gotv):
-    """Subtract one rule (packed box ``rule``) from the uncovered packed boxes ``src[s_off:s_off+s_n]`` into
-    ``dst`` from ``d_off`` (grown as needed) and its rows from ``cov_in`` into ``cov_out``; the pieces the
-    rule captures (``b & rule``) go to ``got`` from ``g_off`` with their volumes in ``gotv``.  Returns (dst,
-    boxes written, got, gotv, pieces captured, the leaf's volume, the leaf's rows).  More than
-    ``MAX_FREE_BOXES`` boxes: volume NaN.
+def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, srcv, s_off, s_n, cov_in, dst, dstv, d_off, cov_out, cur,
+                word, seg, got, g_off, gotv):
+    """Subtract one rule (packed box ``rule``) from the uncovered packed boxes ``src[s_off:s_off+s_n]``
+    (volumes ``srcv``) into ``dst`` / ``dstv`` from ``d_off`` (grown as needed) and its rows from ``cov_in``
+    into ``cov_out``; the pieces the rule captures (``b & rule``) go to ``got`` from ``g_off`` with their
+    volumes in ``gotv``.  Returns (dst, dstv, boxes written, got, gotv, pieces captured, the leaf's volume,
+    the leaf's rows).  More than ``MAX_FREE_BOXES`` boxes: volume NaN.
+
+    A piece's volume is its box's divided by the cut feature's count, times the piece's count of it:
+    exact integers below 2**53, so the same volumes as the product over every feature.
 
     Boxes are packed (:func:`_segments`: all the masks in a few words), so a box that the rule misses is
     copied as a few words.  Only the features the rule restricts (``rule_feats[:rule_nfeat]``, ascending)
     can keep a box from meeting it or cut pieces off it (every other mask of the rule is full, and no box
-    has an empty mask); the pieces, their order and the volume (factors in feature order) are those of
-    box subtraction over every feature, :func:`list_volumes`."""
+    has an empty mask); the pieces and their order are those of box subtraction over every feature,
+    :func:`list_volumes`."""
     W2 = rule.shape[0]
-    p = word.shape[0]
     nn = 0
     ng = 0
     mine = 0.0
     # room for the worst case once (growing per box costs reference counting in the hot loop)
     dst = _grow(dst, d_off + s_n * (rule_nfeat + 1) + 1)
+    dstv = _grow1(dstv, dst.shape[0])
     got = _grow(got, g_off + s_n + 1)
     gotv = _grow1(gotv, g_off + s_n + 1)
     for f in range(s_n):
@@ -430,16 +433,10 @@ def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, s_off, s_n, cov_in
         if not meets:
             for w in range(W2):
                 dst[d_off + nn, w] = src[fb, w]
+            dstv[d_off + nn] = srcv[fb]
             nn += 1
             continue
-        inter = 1.0
-        for j in range(p):
-            inter *= popcount64(src[fb, word[j]] & rule[word[j]] & seg[j])
-        mine += inter
-        for w in range(W2):
-            got[g_off + ng, w] = src[fb, w] & rule[w]
-        gotv[g_off + ng] = inter
-        ng += 1
+        vcur = srcv[fb]
         for w in range(W2):
             cur[w] = src[fb, w]
         for t in range(rule_nfeat):
@@ -449,11 +446,19 @@ def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, s_off, s_n, cov_in
             rj = rule[w] & seg[j]
             if bj & rj == bj:
                 continue
+            share = vcur / popcount64(bj)
             for x in range(W2):
                 dst[d_off + nn, x] = cur[x]
             dst[d_off + nn, w] = (cur[w] & ~seg[j]) | (bj & ~rj)
+            dstv[d_off + nn] = share * popcount64(bj & ~rj)
             nn += 1
             cur[w] = (cur[w] & ~seg[j]) | (bj & rj)
+            vcur = share * popcount64(bj & rj)
+        mine += vcur
+        for w in range(W2):
+            got[g_off + ng, w] = cur[w]
+        gotv[g_off + ng] = vcur
+        ng += 1
     c = 0
     for w in range(cov_in.shape[0]):
         x = rule_bits[w] & ~cov_in[w]
@@ -461,7 +466,7 @@ def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, s_off, s_n, cov_in
         cov_out[w] = cov_in[w] | x
     if nn > MAX_FREE_BOXES:
         mine = np.nan
-    return dst, nn, got, gotv, ng, mine, c
+    return dst, dstv, nn, got, gotv, ng, mine, c
 
 
 @njit(cache=True)
@@ -485,13 +490,13 @@ def _leaf_term(c, vol, alpha):
 
 
 @njit(cache=True)
-def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, off, nf, cov, pre, tot, G,
-                   goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha):
+def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, Fv, off, nf, cov, pre, tot, G,
+                   Gv, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha):
     """Leaves ``s0 .. m`` of ``rules[:m]`` from the stored state at ``s0`` (arrays F, off, nf, cov, pre,
     tot) into the scratch state (G, goff, ... at positions ``s0 + 1 .. m``; GP, gpv, gpoff, ... at leaves
-    ``s0 .. m``); returns (G, GP, gpv, sum of all leaf terms, ok).  ``ok`` False when an uncovered region
+    ``s0 .. m``; box volumes in Fv, Gv); returns (G, Gv, GP, gpv, sum of all leaf terms, ok).  ``ok`` False when an uncovered region
     needs more than ``MAX_FREE_BOXES`` boxes."""
-    src, s_off, s_n = F, off[s0], nf[s0]
+    src, srcv, s_off, s_n = F, Fv, off[s0], nf[s0]
     cin = cov[s0]
     cur = np.empty(packed.shape[1], dtype=np.uint64)
     acc = pre[s0]
@@ -501,10 +506,11 @@ def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, s
     g_off = 0
     for i in range(s0, m):
         a = rules[i]
-        G, nn, GP, gpv, ng, vol, c = _apply_rule(packed[a], ant_feats[a], ant_nfeat[a], ant_bits[a], src, s_off,
-                                                 s_n, cin, G, d_off, gcov[i + 1], cur, word, seg, GP, g_off, gpv)
+        G, Gv, nn, GP, gpv, ng, vol, c = _apply_rule(packed[a], ant_feats[a], ant_nfeat[a], ant_bits[a], src, srcv,
+                                                     s_off, s_n, cin, G, Gv, d_off, gcov[i + 1], cur, word, seg, GP,
+                                                     g_off, gpv)
         if np.isnan(vol):
-            return G, GP, gpv, -np.inf, False
+            return G, Gv, GP, gpv, -np.inf, False
         term = _leaf_term(c, vol, alpha)
         acc += term
         total += c
@@ -517,7 +523,7 @@ def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, s
         gvol[i] = vol
         gcnt[i] = c
         gterm[i] = term
-        src, s_off, s_n = G, d_off, nn
+        src, srcv, s_off, s_n = G, Gv, d_off, nn
         cin = gcov[i + 1]
         d_off += nn
         g_off += ng
@@ -525,7 +531,7 @@ def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, s
     gpv = _grow1(gpv, g_off + s_n + 1)
     rest = 0.0
     for f in range(s_n):
-        v = _packed_volume(src[s_off + f], word, seg)
+        v = srcv[s_off + f]
         rest += v
         GP[g_off + f] = src[s_off + f]
         gpv[g_off + f] = v
@@ -536,20 +542,22 @@ def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, s
     gcnt[m] = n - total
     gterm[m] = term
     acc += term
-    return G, GP, gpv, acc, True
+    return G, Gv, GP, gpv, acc, True
 
 
 @njit(cache=True)
-def _commit(s0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, P, pv, poff, pn, V, C, T, GP, gpv,
-            gpoff, gpn, gvol, gcnt, gterm):
+def _commit(s0, m, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, P, pv, poff, pn, V, C, T, GP,
+            gpv, gpoff, gpn, gvol, gcnt, gterm):
     """Write the scratch positions ``s0 + 1 .. m`` (leaves ``s0 .. m``) into the stored state; returns F,
-    P, pv (maybe grown)."""
+    Fv, P, pv (maybe grown)."""
     start = off[s0] + nf[s0]
     for i in range(s0 + 1, m + 1):
         F = _grow(F, start + gnf[i] + 1)
+        Fv = _grow1(Fv, F.shape[0])
         for f in range(gnf[i]):
             for w in range(F.shape[1]):
                 F[start + f, w] = G[goff[i] + f, w]
+            Fv[start + f] = Gv[goff[i] + f]
         off[i] = start
         nf[i] = gnf[i]
         cov[i] = gcov[i]
@@ -570,7 +578,7 @@ def _commit(s0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, P,
         C[i] = gcnt[i]
         T[i] = gterm[i]
         start += gpn[i]
-    return F, P, pv
+    return F, Fv, P, pv
 
 
 # -- the quick score of a proposal from the stored leaves ------------------------------------------------
@@ -860,6 +868,8 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
     L = cap + 2
     F = np.empty((64, W2), dtype=np.uint64)
     G = np.empty((64, W2), dtype=np.uint64)
+    Fv = np.empty(64)
+    Gv = np.empty(64)
     off = np.zeros(L, dtype=np.int64)
     nf = np.zeros(L, dtype=np.int64)
     cov = np.zeros((L, W), dtype=np.uint64)
@@ -896,16 +906,17 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
     R = np.empty((64, W2), dtype=np.uint64)
     rv = np.empty(64)
     _pack(full, word, shift, F[0])
+    Fv[0] = _packed_volume(F[0], word, seg)
     nf[0] = 1
     stale = True  # no state stored yet: evaluate proposals from position 0
     log_u = 0.0
     if likelihood:
-        G, GP, gpv, s, ok = _evaluate_from(0, d, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, off, nf, cov,
-                                           pre, tot, G, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt,
-                                           gterm, n, alpha)
+        G, Gv, GP, gpv, s, ok = _evaluate_from(0, d, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, Fv, off,
+                                               nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff,
+                                               gpn, gvol, gcnt, gterm, n, alpha)
         if ok:
-            F, P, pv = _commit(0, m, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, P, pv, poff, pn, V, C,
-                               T, GP, gpv, gpoff, gpn, gvol, gcnt, gterm)
+            F, Fv, P, pv = _commit(0, m, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, P, pv, poff,
+                                   pn, V, C, T, GP, gpv, gpoff, gpn, gvol, gcnt, gterm)
             stale = False
             lp = _log_prior(d, m, sizes, available, lam, eta) + s - math.lgamma(n + (m + 1) * alpha)
             if exact:
@@ -943,9 +954,9 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
         lp_new = _log_prior(new, m_new, sizes, available, lam, eta)
         ok = True
         if likelihood:
-            G, GP, gpv, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, packed, ant_feats, ant_nfeat, word,
-                                                     seg, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot,
-                                                     GP, gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha)
+            G, Gv, GP, gpv, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, packed, ant_feats, ant_nfeat, word,
+                                                         seg, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov,
+                                                         gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha)
             if ok:
                 lp_new += s_terms - math.lgamma(n + (m_new + 1) * alpha)
                 if exact:
@@ -966,8 +977,8 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
                 on[d[s]] = True
                 cnt[sizes[d[s]]] += 1
             if likelihood and ok:
-                F, P, pv = _commit(s0, m_new, F, off, nf, cov, pre, tot, G, goff, gnf, gcov, gpre, gtot, P, pv, poff,
-                                   pn, V, C, T, GP, gpv, gpoff, gpn, gvol, gcnt, gterm)
+                F, Fv, P, pv = _commit(s0, m_new, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, P,
+                                       pv, poff, pn, V, C, T, GP, gpv, gpoff, gpn, gvol, gcnt, gterm)
                 stale = False
             m, lp = m_new, lp_new
             _keep_best(best, d, m, lp)
