@@ -64,7 +64,10 @@ def list_volumes(rules, m, ant_boxes, full):
         own[i] = ant_boxes[rules[i]]
     feats, nfeat = _restricted_features(own[:m], full)
     word, shift, seg, W2 = _segments(full)
-    rule = np.empty(W2, dtype=np.uint64)
+    packed = np.empty((max(m, 1), W2), dtype=np.uint64)
+    for i in range(m):
+        _pack(own[i], word, shift, packed[i])
+    rw, rm, sm = _rule_masks(packed, feats, nfeat, word, seg)
     cur = np.empty(W2, dtype=np.uint64)
     free = np.empty((64, W2), dtype=np.uint64)
     freev = np.empty(64)
@@ -77,10 +80,8 @@ def list_volumes(rules, m, ant_boxes, full):
     freev[0] = _packed_volume(free[0], word, seg)
     nfree = 1
     for i in range(m):
-        _pack(own[i], word, shift, rule)
-        nxt, nxtv, nn, got, gotv, _, vol, _ = _apply_rule(rule, feats[i], nfeat[i], no_rows, free, freev, 0, nfree,
-                                                          no_rows, nxt, nxtv, 0, no_rows, cur, word, seg, got, 0,
-                                                          gotv)
+        nxt, nxtv, nn, got, gotv, _, vol, _ = _apply_rule(rw[i], rm[i], sm[i], nfeat[i], no_rows, free, freev, 0,
+                                                          nfree, no_rows, nxt, nxtv, 0, no_rows, cur, got, 0, gotv)
         if np.isnan(vol):
             vols[:] = np.nan
             return vols
@@ -377,9 +378,10 @@ def _grow1(x, need):
 
 
 @njit(cache=True)
-def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, srcv, s_off, s_n, cov_in, dst, dstv, d_off, cov_out, cur,
-                word, seg, got, g_off, gotv):
-    """Subtract one rule (packed box ``rule``) from the uncovered packed boxes ``src[s_off:s_off+s_n]``
+def _apply_rule(rwa, rma, sma, rule_nfeat, rule_bits, src, srcv, s_off, s_n, cov_in, dst, dstv, d_off, cov_out, cur,
+                got, g_off, gotv):
+    """Subtract one rule (its restricted features' words ``rwa``, masks ``rma`` and segments ``sma``,
+    :func:`_rule_masks`) from the uncovered packed boxes ``src[s_off:s_off+s_n]``
     (volumes ``srcv``) into ``dst`` / ``dstv`` from ``d_off`` (grown as needed) and its rows from ``cov_in``
     into ``cov_out``; the pieces the rule captures (``b & rule``) go to ``got`` from ``g_off`` with their
     volumes in ``gotv``.  Returns (dst, dstv, boxes written, got, gotv, pieces captured, the leaf's volume,
@@ -389,11 +391,11 @@ def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, srcv, s_off, s_n, 
     exact integers below 2**53, so the same volumes as the product over every feature.
 
     Boxes are packed (:func:`_segments`: all the masks in a few words), so a box that the rule misses is
-    copied as a few words.  Only the features the rule restricts (``rule_feats[:rule_nfeat]``, ascending)
-    can keep a box from meeting it or cut pieces off it (every other mask of the rule is full, and no box
+    copied as a few words.  Only the features the rule restricts (the first ``rule_nfeat``, ascending) can
+    keep a box from meeting it or cut pieces off it (every other mask of the rule is full, and no box
     has an empty mask); the pieces and their order are those of box subtraction over every feature,
     :func:`list_volumes`."""
-    W2 = rule.shape[0]
+    W2 = src.shape[1]
     nn = 0
     ng = 0
     mine = 0.0
@@ -406,8 +408,7 @@ def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, srcv, s_off, s_n, 
         fb = s_off + f
         meets = True
         for t in range(rule_nfeat):
-            j = rule_feats[t]
-            if src[fb, word[j]] & rule[word[j]] & seg[j] == 0:
+            if src[fb, rwa[t]] & rma[t] == 0:
                 meets = False
                 break
         if not meets:
@@ -420,19 +421,19 @@ def _apply_rule(rule, rule_feats, rule_nfeat, rule_bits, src, srcv, s_off, s_n, 
         for w in range(W2):
             cur[w] = src[fb, w]
         for t in range(rule_nfeat):
-            j = rule_feats[t]
-            w = word[j]
-            bj = src[fb, w] & seg[j]
-            rj = rule[w] & seg[j]
+            w = rwa[t]
+            sj = sma[t]
+            bj = src[fb, w] & sj
+            rj = rma[t]
             if bj & rj == bj:
                 continue
             share = vcur / popcount64(bj)
             for x in range(W2):
                 dst[d_off + nn, x] = cur[x]
-            dst[d_off + nn, w] = (cur[w] & ~seg[j]) | (bj & ~rj)
+            dst[d_off + nn, w] = (cur[w] & ~sj) | (bj & ~rj)
             dstv[d_off + nn] = share * popcount64(bj & ~rj)
             nn += 1
-            cur[w] = (cur[w] & ~seg[j]) | (bj & rj)
+            cur[w] = (cur[w] & ~sj) | (bj & rj)
             vcur = share * popcount64(bj & rj)
         mine += vcur
         for w in range(W2):
@@ -470,15 +471,16 @@ def _leaf_term(c, vol, alpha):
 
 
 @njit(cache=True)
-def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, Fv, off, nf, cov, pre, tot, G,
-                   Gv, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha):
-    """Leaves ``s0 .. m`` of ``rules[:m]`` from the stored state at ``s0`` (arrays F, off, nf, cov, pre,
-    tot) into the scratch state (G, goff, ... at positions ``s0 + 1 .. m``; GP, gpv, gpoff, ... at leaves
-    ``s0 .. m``; box volumes in Fv, Gv); returns (G, Gv, GP, gpv, sum of all leaf terms, ok).  ``ok`` False when an uncovered region
-    needs more than ``MAX_FREE_BOXES`` boxes."""
+def _evaluate_from(s0, rules, m, ant_bits, rw, rm, sm, ant_nfeat, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf,
+                   gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha):
+    """Leaves ``s0 .. m`` of ``rules[:m]`` (antecedent masks of :func:`_rule_masks`) from the stored state
+    at ``s0`` (arrays F, off, nf, cov, pre, tot) into the scratch state (G, goff, ... at positions
+    ``s0 + 1 .. m``; GP, gpv, gpoff, ... at leaves ``s0 .. m``; box volumes in Fv, Gv); returns (G, Gv, GP,
+    gpv, sum of all leaf terms, ok).  ``ok`` False when an uncovered region needs more than
+    ``MAX_FREE_BOXES`` boxes."""
     src, srcv, s_off, s_n = F, Fv, off[s0], nf[s0]
     cin = cov[s0]
-    cur = np.empty(packed.shape[1], dtype=np.uint64)
+    cur = np.empty(F.shape[1], dtype=np.uint64)
     acc = pre[s0]
     total = tot[s0]
     goff[s0] = 0
@@ -486,9 +488,8 @@ def _evaluate_from(s0, rules, m, ant_bits, packed, ant_feats, ant_nfeat, word, s
     g_off = 0
     for i in range(s0, m):
         a = rules[i]
-        G, Gv, nn, GP, gpv, ng, vol, c = _apply_rule(packed[a], ant_feats[a], ant_nfeat[a], ant_bits[a], src, srcv,
-                                                     s_off, s_n, cin, G, Gv, d_off, gcov[i + 1], cur, word, seg, GP,
-                                                     g_off, gpv)
+        G, Gv, nn, GP, gpv, ng, vol, c = _apply_rule(rw[a], rm[a], sm[a], ant_nfeat[a], ant_bits[a], src, srcv,
+                                                     s_off, s_n, cin, G, Gv, d_off, gcov[i + 1], cur, GP, g_off, gpv)
         if np.isnan(vol):
             return G, Gv, GP, gpv, -np.inf, False
         term = _leaf_term(c, vol, alpha)
@@ -891,9 +892,9 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
     stale = True  # no state stored yet: evaluate proposals from position 0
     log_u = 0.0
     if likelihood:
-        G, Gv, GP, gpv, s, ok = _evaluate_from(0, d, m, ant_bits, packed, ant_feats, ant_nfeat, word, seg, F, Fv, off,
-                                               nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff,
-                                               gpn, gvol, gcnt, gterm, n, alpha)
+        G, Gv, GP, gpv, s, ok = _evaluate_from(0, d, m, ant_bits, rw, rm, sm, ant_nfeat, F, Fv, off, nf, cov, pre, tot,
+                                               G, Gv, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt,
+                                               gterm, n, alpha)
         if ok:
             F, Fv, P, pv = _commit(0, m, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, P, pv, poff,
                                    pn, V, C, T, GP, gpv, gpoff, gpn, gvol, gcnt, gterm)
@@ -934,9 +935,9 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
         lp_new = _log_prior(new, m_new, sizes, available, lam, eta)
         ok = True
         if likelihood:
-            G, Gv, GP, gpv, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, packed, ant_feats, ant_nfeat, word,
-                                                         seg, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov,
-                                                         gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha)
+            G, Gv, GP, gpv, s_terms, ok = _evaluate_from(s0, new, m_new, ant_bits, rw, rm, sm, ant_nfeat, F, Fv, off,
+                                                         nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, GP,
+                                                         gpv, gpoff, gpn, gvol, gcnt, gterm, n, alpha)
             if ok:
                 lp_new += s_terms - math.lgamma(n + (m_new + 1) * alpha)
                 if exact:
