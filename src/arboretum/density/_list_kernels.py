@@ -600,12 +600,27 @@ def _meet_volume(P, f, vb, a, rw, rm, sm, nfeat):
 
 
 @njit(cache=True)
-def _leaf_loss(P, pv, start, count, a, rw, rm, sm, nfeat):
-    """Volume of the pieces ``P[start:start+count]`` inside antecedent ``a``."""
-    x = 0.0
+def _leaf_split(P, pv, start, count, a, rw, rm, sm, nfeat):
+    """Volumes of the pieces ``P[start:start+count]`` inside and outside antecedent ``a``.  Both are sums of
+    products (the outside of a box met by ``a`` is the pieces box subtraction would cut off it), never a
+    difference of volumes: no cancellation on domains of more than 2**53 configurations."""
+    inside = 0.0
+    outside = 0.0
     for f in range(count):
-        x += _meet_volume(P, start + f, pv[start + f], a, rw, rm, sm, nfeat)
-    return x
+        vb = pv[start + f]
+        if _meet_volume(P, start + f, vb, a, rw, rm, sm, nfeat) == 0.0:
+            outside += vb
+            continue
+        vcur = vb
+        for t in range(nfeat[a]):
+            x = P[start + f, rw[a, t]]
+            pb = popcount64(x & sm[a, t])
+            pi = popcount64(x & rm[a, t])
+            share = vcur / pb
+            outside += share * (pb - pi)
+            vcur = share * pi
+        inside += vcur
+    return inside, outside
 
 
 @njit(cache=True)
@@ -705,12 +720,12 @@ def _quick_terms(kind, i, k, d, m, m_new, ant_bits, rw, rm, sm, nfeat, P, pv, po
         nnz, cr = _sparse_rows(ant_bits[r], cov[s], rows, nz)
         vr = 0.0
         for j in range(s, e):
-            x = _leaf_loss(P, pv, poff[j], pn[j], r, rw, rm, sm, nfeat)
+            x, rest = _leaf_split(P, pv, poff[j], pn[j], r, rw, rm, sm, nfeat)
             vr += x
             src[j + 1] = j
             same[j + 1] = x == 0.0
             if x != 0.0:
-                nv[j + 1] = V[j] - x
+                nv[j + 1] = rest
                 lost = 0
                 if j < m:
                     bits = ant_bits[d[j]]
@@ -929,7 +944,7 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
             if exact:
                 lp_quick += math.lgamma((m_new + 1) * alpha) - (m_new + 1) * math.lgamma(alpha)
             log_u = math.log(np.random.random() + 1e-300)
-            if not check and not log_u < lp_quick - lp + log_j + QUICK_MARGIN:
+            if not check and log_u >= lp_quick - lp + log_j + QUICK_MARGIN:  # (a NaN score rejects nothing)
                 _record(t, rec_from, d, m, lp, trace, lengths, rec_lists)
                 continue
         lp_new = _log_prior(new, m_new, sizes, available, lam, eta)
