@@ -8,7 +8,8 @@ answers must agree: the same log posterior for the trees (``optimal_`` shown), t
 chains (a fixed ``n_iter``, one chain, seed 0).
 
 Usage: python benchmarks/density_speedups.py [--before-rev a2b774f] [--repeats 2] [--cells leaf,branch,list]
-Writes benchmarks/results/density_speedups.{csv,md}.
+[--out density_speedups]
+Writes benchmarks/results/<out>.{csv,md}.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def main() -> None:
     ap.add_argument("--before-rev", default="a2b774f")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--cells", default=None, help="methods to run, e.g. leaf,branch (default: all)")
+    ap.add_argument("--out", default="density_speedups", help="results file name (.csv/.md) in benchmarks/results")
     args = ap.parse_args()
     cells = [c for c in CELLS if args.cells is None or c[0] in args.cells.split(",")]
     root = os.path.dirname(HERE)
@@ -92,7 +94,7 @@ def main() -> None:
     finally:
         subprocess.run(["git", "-C", root, "worktree", "remove", "--force", tmp], capture_output=True)
     df = pd.DataFrame(rows)
-    df.to_csv(os.path.join(OUT, "density_speedups.csv"), index=False)
+    df.to_csv(os.path.join(OUT, args.out + ".csv"), index=False)
     g = df.groupby(["method", "dataset", "params", "version"], sort=False).agg(
         seconds=("seconds", "median"), log_posterior=("log_posterior", "first"), leaves=("leaves", "first"),
         optimal=("optimal", "first")).unstack("version")
@@ -109,7 +111,7 @@ def main() -> None:
             1.0, abs(row[("log_posterior", "after")]))
         lines.append(f"| {method} | {dataset} | {params} | {b:.2f} | {a:.2f} | {b / a:.1f}x | {same} | "
                      f"{int(row[('leaves', 'after')])} | {row[('optimal', 'before')]}/{row[('optimal', 'after')]} |")
-    with open(os.path.join(OUT, "density_speedups.md"), "w") as fh:
+    with open(os.path.join(OUT, args.out + ".md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -58,6 +58,10 @@ class SparseDensityRuleList(DensityEstimator):
     Chess and Mushroom it prefers lists of 120-256 rules to the best 6-8-rule lists by 30 000-140 000 nats, and
     they score better on held-out rows too (``benchmarks/results/density_list_length.md``). ``lam`` barely
     changes that (ln(lam'/lam) nats per rule); fewer candidates do (``min_support=0.3``: 7 rules on Bank Full).
+Lists whose uncovered region needs more than ``MAX_FREE_BOXES`` (512) disjoint boxes are outside the search
+space (:mod:`._list_kernels`); the chains on Chess and Mushroom reach that bound (about a third of their
+proposals there go beyond it).  A step costs 40-250 microseconds at these lengths
+(``benchmarks/results/density_list_steps.md``): 50 000 steps x 3 chains fit in 7-26 s on those data sets.
 
     Attributes
     ----------
