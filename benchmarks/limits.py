@@ -152,9 +152,12 @@ def plan(quick: bool, long_all: bool) -> list[tuple[str, str, float]]:
     return jobs
 
 
-def table(rows: list[dict]) -> str:
-    cols = ["model", "dataset", "n_samples", "time_limit", "memory_limit", "wall_s", "fit_time_s", "compile_s",
-            "stop_reason", "within", "log_posterior"]
+COLUMNS = ["model", "dataset", "n_samples", "time_limit", "memory_limit", "wall_s", "fit_time_s", "compile_s",
+           "stop_reason", "within", "log_posterior"]
+
+
+def table(rows: list[dict], cols: list[str] = COLUMNS) -> str:
+    """A Markdown table of ``rows`` (dicts) over ``cols``."""
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     out += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
     return "\n".join(out)
