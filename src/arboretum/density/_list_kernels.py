@@ -907,12 +907,14 @@ def mh_chain(d, m, lp, n_steps, ant_bits, ant_boxes, sizes, available, full, n, 
     stale = True  # no state stored yet: evaluate proposals from position 0
     log_u = 0.0
     if likelihood:
-        G, Gv, GP, gpv, s, ok = _evaluate_from(0, d, m, ant_bits, rw, rm, sm, ant_nfeat, F, Fv, off, nf, cov, pre, tot,
-                                               G, Gv, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt,
+        # np.int64(0), not 0: a constant argument would compile a second, Literal[int](0) copy of each kernel
+        first = np.int64(0)
+        G, Gv, GP, gpv, s, ok = _evaluate_from(first, d, m, ant_bits, rw, rm, sm, ant_nfeat, F, Fv, off, nf, cov, pre,
+                                               tot, G, Gv, goff, gnf, gcov, gpre, gtot, GP, gpv, gpoff, gpn, gvol, gcnt,
                                                gterm, n, alpha)
         if ok:
-            F, Fv, P, pv = _commit(0, m, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, P, pv, poff,
-                                   pn, V, C, T, GP, gpv, gpoff, gpn, gvol, gcnt, gterm)
+            F, Fv, P, pv = _commit(first, m, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, gtot, P, pv,
+                                   poff, pn, V, C, T, GP, gpv, gpoff, gpn, gvol, gcnt, gterm)
             stale = False
             lp = _log_prior(d, m, sizes, available, lam, eta) + s - math.lgamma(n + (m + 1) * alpha)
             if exact:
