@@ -61,7 +61,8 @@ def list_volumes(rules, m, ant_boxes, full):
     vols = np.zeros(m + 1)
     own = np.empty((max(m, 1), p), dtype=np.uint64)
     for i in range(m):
-        own[i] = ant_boxes[rules[i]]
+        for j in range(p):  # element by element, not own[i] = ...: see _grow
+            own[i, j] = ant_boxes[rules[i], j]
     feats, nfeat = _restricted_features(own[:m], full)
     word, shift, seg, W2 = _segments(full)
     packed = np.empty((max(m, 1), W2), dtype=np.uint64)
@@ -83,7 +84,8 @@ def list_volumes(rules, m, ant_boxes, full):
         nxt, nxtv, nn, got, gotv, _, vol, _ = _apply_rule(rw[i], rm[i], sm[i], nfeat[i], no_rows, free, freev, 0,
                                                           nfree, no_rows, nxt, nxtv, 0, no_rows, cur, got, 0, gotv)
         if np.isnan(vol):
-            vols[:] = np.nan
+            for k in range(vols.shape[0]):  # a loop, not vols[:] = nan (see _grow)
+                vols[k] = np.nan
             return vols
         vols[i] = vol
         free, nxt = nxt, free
@@ -300,7 +302,9 @@ def _grow(F, need):
     if need <= F.shape[0]:
         return F
     G = np.empty((max(need, 2 * F.shape[0]), F.shape[1]), dtype=np.uint64)
-    G[:F.shape[0]] = F
+    for i in range(F.shape[0]):  # loops, not G[:n] = F: a slice copy compiles numba's shape-error path (3 s)
+        for w in range(F.shape[1]):
+            G[i, w] = F[i, w]
     return G
 
 
@@ -373,7 +377,8 @@ def _grow1(x, need):
     if need <= x.shape[0]:
         return x
     y = np.empty(max(need, 2 * x.shape[0]), dtype=x.dtype)
-    y[:x.shape[0]] = x
+    for i in range(x.shape[0]):  # a loop, not y[:n] = x (see _grow)
+        y[i] = x[i]
     return y
 
 
