@@ -17,24 +17,9 @@ from arboretum.tree import polytope_intensity
 
 torch = pytest.importorskip("torch")
 from arboretum.polytope import model  # noqa: E402  (imports torch)
+from polytope_helpers import quick, ring, t64  # noqa: E402
 
 D64 = torch.float64
-
-
-def t64(x):
-    return torch.tensor(x, dtype=D64)
-
-
-def ring(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 2))
-    r = np.hypot(*X.T)
-    return X, ((r > 0.5) & (r < 0.8)).astype(int)
-
-
-def quick(**kw):
-    return ConvexPolytopeTreeClassifier(**{"epochs": 15, "refine_epochs": 5, "n_restarts": 1, "max_facets": 8,
-                                           "random_state": 0, "time_limit": None, **kw})
 
 
 # ---------------------------------------------------------------------------
