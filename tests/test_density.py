@@ -545,6 +545,16 @@ def test_c19_sparser_than_the_histogram():
     assert est.n_leaves_ <= 40
 
 
+def _skewed_problem(rng) -> tuple[np.ndarray, np.ndarray]:
+    """A small random domain (2-3 features of 2-3 categories) and 5-300 rows drawn from a skewed
+    distribution over its cells (from near-uniform to concentrated)."""
+    q = rng.integers(2, 4, size=rng.integers(2, 4))
+    n = int(rng.integers(5, 300))
+    skew = rng.dirichlet(np.ones(int(np.prod(q))) * rng.choice([0.2, 1.0, 5.0]))
+    cells = np.array(list(itertools.product(*(range(int(k)) for k in q))))
+    return cells[rng.choice(len(cells), size=n, p=skew)], q
+
+
 def test_leaf_sparse_upper_bound_is_admissible():
     """The Method I bound (exact.leaf_sparse_upper_bound) is at least the exact MAP on random small domains,
     and an annealing fit's gap_ covers the distance to the exact optimum."""
@@ -552,11 +562,7 @@ def test_leaf_sparse_upper_bound_is_admissible():
 
     rng = np.random.default_rng(1)
     for _ in range(12):
-        q = rng.integers(2, 4, size=rng.integers(2, 4))
-        n = int(rng.integers(5, 300))
-        skew = rng.dirichlet(np.ones(int(np.prod(q))) * rng.choice([0.2, 1.0, 5.0]))
-        cells = np.array(list(itertools.product(*(range(int(k)) for k in q))))
-        X = cells[rng.choice(len(cells), size=n, p=skew)]
+        X, q = _skewed_problem(rng)
         lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([1.0, 2.0, 3.5]))
         exact = solve_exact(X, q, "leaf", lam, alpha, None).log_posterior
         assert leaf_sparse_upper_bound(X, q, lam, alpha) >= exact - 1e-9
@@ -580,11 +586,8 @@ def test_lagrangian_bound_is_admissible_and_certifies():
     rng = np.random.default_rng(5)
     n_certified = 0
     for _ in range(15):
-        q = rng.integers(2, 4, size=rng.integers(2, 4))
-        n = int(rng.integers(5, 300))
-        skew = rng.dirichlet(np.ones(int(np.prod(q))) * rng.choice([0.2, 1.0, 5.0]))
-        cells = np.array(list(itertools.product(*(range(int(k)) for k in q))))
-        X = cells[rng.choice(len(cells), size=n, p=skew)]
+        X, q = _skewed_problem(rng)
+        n = len(X)
         lam, alpha = float(rng.choice([0.5, 3.0, 12.0])), float(rng.choice([0.3, 1.0, 2.0]))
         tables = region_tables(X, q)
         counts, logv, vol, strides, order = tables
