@@ -15,6 +15,7 @@ Methods (one name each in the result tables):
 from __future__ import annotations
 
 import gzip
+import os
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: Every torch model of a run (ours and neural-trees') uses one CPU thread: the machine is shared, and
 #: extra threads only spin there.
 THREADS = 1
-DATA = Path("/work/shared/datasets")
+#: The offline data sets; ``ARBORETUM_DATASETS`` points elsewhere (e.g. a copy carried to a GPU machine).
+DATA = Path(os.environ.get("ARBORETUM_DATASETS", "/work/shared/datasets"))
+#: Where the RDKit fingerprints are cached (``ARBORETUM_ECFP_CACHE``): a machine without RDKit reads them there.
+ECFP_CACHE = Path(os.environ.get("ARBORETUM_ECFP_CACHE", "/tmp"))
 
 
 # ---------------------------------------------------------------------------
@@ -89,18 +93,18 @@ def digits(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
 
 def molecule_features(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None):
     """Bace or HIV as 2048-bit ECFP4 (RDKit Morgan, radius 2): ``(X, y, groups)``, ``groups`` the
-    index of every molecule's Bemis-Murcko scaffold (cached in /tmp)."""
+    index of every molecule's Bemis-Murcko scaffold (cached in ``ECFP_CACHE``)."""
+    path = DATA / "moleculenet" / ("bace.csv" if name == "bace" else "HIV.csv")
+    cache = cache or ECFP_CACHE / f"polytope_ecfp_{name}.npz"
+    if cache.exists():
+        z = np.load(cache)
+        return z["X"], z["y"], z["groups"]
     import pandas as pd
     from rdkit import Chem, RDLogger
     from rdkit.Chem import AllChem
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
     RDLogger.DisableLog("rdApp.*")
-    path = DATA / "moleculenet" / ("bace.csv" if name == "bace" else "HIV.csv")
-    cache = cache or Path("/tmp") / f"polytope_ecfp_{name}.npz"
-    if cache.exists():
-        z = np.load(cache)
-        return z["X"], z["y"], z["groups"]
     d = pd.read_csv(path)
     smiles = d["smiles"] if "smiles" in d else d["mol"]
     target = d["Class"] if name == "bace" else d["target"]
@@ -318,7 +322,7 @@ def throughput(make: Callable[[], Any], X, y) -> dict:
             "outside_matmul_share_of_wall": 1 - (matmul / 1e6) / wall}
 
 
-def header(title: str, command: str, notes: list[str]) -> list[str]:
+def header(title: str, command: str, notes: list[str], gpu: str | None = None) -> list[str]:
     from engine import machine_info
 
     import torch
@@ -334,7 +338,8 @@ def header(title: str, command: str, notes: list[str]) -> list[str]:
             f"Run {meta['date']} on {meta['machine']} (shared by several engineers; load average at start "
             f"{' '.join(load)}: timings are noisy, compare within a run); python {meta['python']}, "
             f"numpy {meta['numpy']}, scikit-learn {meta['scikit-learn']}, torch {torch.__version__}, "
-            f"arboretum git {meta['git']}. No GPU was lent to this task: GPU timings could not be taken.",
+            f"arboretum git {meta['git']}. "
+            + (gpu or "This run used the CPU only; GPU timings: polytope_gpu.md."),
             "", *notes, ""]
 
 
