@@ -214,6 +214,16 @@ class WithValidation:
         return self.est.apply(X)
 
 
+def protocol_cpt(depth: int, seed: int, X_val=None, y_val=None, select: float | None = None, **kw: Any):
+    """CPT under a data set's protocol: chosen on given validation rows (:class:`WithValidation`), on a
+    share of the training rows then refitted (:class:`SelectThenRefit`, ``select``), or plain."""
+    if X_val is not None:
+        return WithValidation(cpt(depth, seed, **kw), X_val, y_val)
+    if select:
+        return SelectThenRefit(depth, seed, select, **kw)
+    return cpt(depth, seed, **kw)
+
+
 def cart(depth: int, seed: int):
     from sklearn.tree import DecisionTreeClassifier
 

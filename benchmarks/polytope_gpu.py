@@ -55,15 +55,10 @@ def load(name: str):
     return data[0], data[1], Xva, yva, data[-2], data[-1], cfg["depth"], cfg["cpt"], cfg["metric"], cfg.get("select")
 
 
-def make(name: str, depth: int, seed: int, settings: dict, Xva, yva, select, device: str, k1: bool):
-    kw = {**settings, "device": device, **({"max_facets": 1} if k1 else {})}
-    if name == "ring":
-        return C.cpt(depth, seed, **kw)
-    if Xva is not None:
-        return C.WithValidation(C.cpt(depth, seed, **kw), Xva, yva)
-    if select:
-        return C.SelectThenRefit(depth, seed, select, **kw)
-    return C.cpt(depth, seed, **kw)
+def make(depth: int, seed: int, settings: dict, Xva, yva, select, device: str, k1: bool):
+    """The benchmark's CPT (``polytope_common.protocol_cpt``) on ``device``; ``k1``: one facet per split."""
+    return C.protocol_cpt(depth, seed, Xva, yva, select, **{**settings, "device": device,
+                                                             **({"max_facets": 1} if k1 else {})})
 
 
 def run(args: argparse.Namespace) -> Path:
@@ -88,7 +83,7 @@ def run(args: argparse.Namespace) -> Path:
                         continue
                     method = "CPT(K=1)" if k1 else "CPT"
                     try:
-                        row = C.evaluate(lambda: make(name, depth, seed, settings, Xva, yva, select, device, k1),
+                        row = C.evaluate(lambda: make(depth, seed, settings, Xva, yva, select, device, k1),
                                          Xtr, ytr, Xte, yte, metric == "auc")
                     except Exception as exc:  # reported, not fatal: the other fits still run
                         print(f"{name} seed {seed} {method} {device} failed: {exc!r}", flush=True)

@@ -77,11 +77,7 @@ def run(name: str, seeds: int, quick: bool) -> None:
     rows, profile = [], None
     for seed in range(seeds):
         def make_cpt(**kw):
-            if Xva is not None:
-                return C.WithValidation(C.cpt(depth, seed, **{**cfg["cpt"], **kw}), Xva, yva)
-            if cfg.get("select"):
-                return C.SelectThenRefit(depth, seed, cfg["select"], **{**cfg["cpt"], **kw})
-            return C.cpt(depth, seed, **{**cfg["cpt"], **kw})
+            return C.protocol_cpt(depth, seed, Xva, yva, cfg.get("select"), **{**cfg["cpt"], **kw})
 
         methods = {
             "CPT": lambda: make_cpt(),
