@@ -118,8 +118,8 @@ def test_reference_refined_tree_exports_the_torch_routing(monkeypatch, flip):
     seen = {}
     train = model.train
 
-    def spy(p, Xt, target, s, gen):
-        status = train(p, Xt, target, s, gen)
+    def spy(p, Xt, target, s, gen, *monitor):
+        status = train(p, Xt, target, s, gen, *monitor)
         if p.children is not None and flip:
             with torch.no_grad():
                 p.a.neg_(), p.t.neg_()

@@ -32,6 +32,8 @@ from ._torch import import_torch, resolve_device
 
 __all__ = ["ConvexPolytopeTreeClassifier", "ConvexPolytopeTreeRegressor", "auto_epochs", "auto_batch_size"]
 
+#: ``init="linear"`` fits its linear model on at most this many rows (a seeded random subset).
+LINEAR_INIT_ROWS = 10_000
 #: Optimizer steps a stump gets with ``epochs="auto"`` (and half of them for ``refine_epochs="auto"``).
 AUTO_STEPS = 1600
 
@@ -62,6 +64,9 @@ _OWN: dict = {
     "scaling": [Options(("feature", "global"))],
     "gate": [Options(("paper", "reference"))],
     "max_leaves": [Interval(numbers.Integral, 1, None), None],
+    "init": [Options(("random", "linear"))],
+    "early_stopping": [Interval(numbers.Real, 0, 1, closed="neither"), None],
+    "n_iter_no_change": [Interval(numbers.Integral, 1, None)],
 }
 
 
@@ -126,7 +131,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                  refine: bool = True, refine_epochs: int | str = "auto", n_restarts: int = 3,
                  threshold_mode: str = "search", min_samples_split: int = 10, min_samples_leaf: int = 1,
                  validation_fraction: float | None = None, scaling: str = "feature", gate: str = "paper",
-                 max_leaves: int | None = None, random_state: Any = None, device: str = "cpu",
+                 max_leaves: int | None = None, init: str = "random", early_stopping: float | None = None,
+                 n_iter_no_change: int = 10, random_state: Any = None, device: str = "cpu",
                  n_jobs: int | None = None,
                  time_limit: float | None = DEFAULT_TIME_LIMIT, verbose: int = 0) -> None:
         self.max_depth = max_depth
@@ -153,6 +159,9 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         self.scaling = scaling
         self.gate = gate
         self.max_leaves = max_leaves
+        self.init = init
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
         self.random_state = random_state
         self.device = device
         self.n_jobs = n_jobs
@@ -210,6 +219,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         self._scale = np.where(scale > 0, scale, 1.0)
         Xs = (E - self._mean) / self._scale
         self._Xt = torch.tensor(np.c_[np.ones(n), Xs], dtype=torch.float32, device=device)
+        self._directions = None if self.init == "random" else torch.tensor(
+            self._linear_directions(Xs, y, n_classes, seed), dtype=torch.float32)
         if self._task == "classification":
             self._target = torch.nn.functional.one_hot(torch.as_tensor(y), n_classes).to(torch.float32).to(device)
         else:
@@ -239,10 +250,43 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         self.n_facets_ = np.array([int(self.tree_.polytopes[i]["facet"].sum()) if i in self.tree_.polytopes else 0
                                    for i in range(self.tree_.n_nodes)])
         self.fit_time_ = clock.elapsed()
-        for name in ("_torch", "_model", "_gen", "_Xt", "_target", "_E", "_y", "_clock_", "_mean", "_scale",
+        for name in ("_torch", "_model", "_gen", "_Xt", "_directions", "_target", "_E", "_y", "_clock_", "_mean",
+                     "_scale",
                      "_stopped", "_last_print", "_n_classes", "_split_order"):
             delattr(self, name)
         self._set_stop(stop, "returning the tree grown so far" if stop != "completed" else "")
+
+    def _linear_directions(self, Xs: np.ndarray, y: np.ndarray, n_classes: int, seed: int) -> np.ndarray:
+        """``init="linear"``: the coefficients (J, D+1), bias first, of a ridge model on the standardised
+        training columns, its penalty chosen by efficient leave-one-out cross-validation (scikit-learn's
+        ``RidgeCV`` / ``RidgeClassifierCV``, penalties 1e-3 to 1e4): for regression one direction, in
+        units of the target's spread; for classification one per class against the rest (one for two
+        classes), each rescaled into logit units by a one-feature logistic regression of its class on
+        its score.  At most ``LINEAR_INIT_ROWS`` rows (a seeded random subset) are used."""
+        from sklearn.linear_model import LogisticRegression, RidgeClassifierCV, RidgeCV
+
+        rows = np.arange(Xs.shape[0])
+        if rows.size > LINEAR_INIT_ROWS:
+            rows = np.sort(np.random.default_rng(seed).choice(rows, LINEAR_INIT_ROWS, replace=False))
+        X, yy = Xs[rows], y[rows]
+        alphas = np.logspace(-3, 4, 8)
+        if self._task == "regression":
+            spread = float(yy.std())
+            m = RidgeCV(alphas=alphas).fit(X, (yy - yy.mean()) / (spread if spread > 0 else 1.0))
+            return np.c_[np.atleast_1d(m.intercept_), np.atleast_2d(m.coef_)]
+        if np.unique(yy).size < 2:  # one class: no direction to learn, a flat start
+            return np.zeros((1, Xs.shape[1] + 1))
+        m = RidgeClassifierCV(alphas=alphas).fit(X, yy)
+        W = np.c_[np.atleast_1d(m.intercept_), np.atleast_2d(m.coef_)]
+        score = m.decision_function(X).reshape(len(yy), -1)
+        for j in range(W.shape[0]):  # ridge's +-1 units into logits: a and b of sigmoid(a score + b)
+            is_class = yy == (m.classes_[j] if W.shape[0] > 1 else m.classes_[1])
+            if is_class.all() or not is_class.any():
+                continue
+            cal = LogisticRegression().fit(score[:, j : j + 1], is_class)
+            W[j] *= cal.coef_[0, 0]
+            W[j, 0] += cal.intercept_[0]
+        return W
 
     def _val_pair(self, X_val: Any, y_val: Any, classes: np.ndarray | None) -> tuple | None:
         """``(X_val, y_val as class indices or floats)``, or None; checks that both or neither are given."""
@@ -430,16 +474,22 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         """Train ``n_restarts`` soft stumps for every node of ``level`` at once; keep each node's best
         hard cut (when it lowers the node's impurity).  Returns which nodes were split."""
         torch, model = self._torch, self._model
-        idx = np.concatenate([nd.idx for nd in level])
-        node_of = np.repeat(np.arange(len(level)), [nd.idx.size for nd in level])
+        parts = [self._hold_out(nd.idx) for nd in level]  # (fit rows, held-out rows) of every node
+        idx = np.concatenate([fit for fit, _ in parts])
+        node_of = np.repeat(np.arange(len(level)), [fit.size for fit, _ in parts])
         Xt, target = self._Xt[idx], self._target[idx]
+        monitor = None
+        if self.early_stopping is not None:
+            held = np.concatenate([out for _, out in parts])
+            node_held = np.repeat(np.arange(len(level)), [out.size for _, out in parts])
+            monitor = (self._Xt[held], self._target[held], torch.as_tensor(node_held, device=Xt.device))
         depth = level[0].depth
         s = self._settings(idx.size, self.epochs, 40, 300, AUTO_STEPS)
         s.progress = self._progress("grow", depth, s)
         p = model.init_level(len(level), int(self.n_restarts), int(self.max_facets), self._E.shape[1], Xt,
                              torch.as_tensor(node_of, device=Xt.device), float(self.initial_steepness), self._gen,
-                             torch.float32, reference=self.gate == "reference")
-        status = model.train(p, Xt, target, s, self._gen)
+                             torch.float32, reference=self.gate == "reference", directions=self._directions)
+        status = model.train(p, Xt, target, s, self._gen, monitor, int(self.n_iter_no_change))
         self._record("grow", depth, p.history)
         if status == "time_limit":
             self._stopped = True
@@ -472,6 +522,15 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B[f, u], rho_u, mask, cut, float(tau[f, u]), committee
             nd.gain = parent - (cost * nd.idx.size if self._task == "classification" else cost)
         return done
+
+    def _hold_out(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``early_stopping``: a seeded random share of ``idx`` held out from the soft training (at
+        least one row; none when ``idx`` has fewer than two), and the rest; else ``(idx, [])``."""
+        if self.early_stopping is None or idx.size < 2:
+            return idx, idx[:0]
+        n_out = min(idx.size - 1, max(1, round(float(self.early_stopping) * idx.size)))
+        perm = idx[self._torch.randperm(idx.size, generator=self._gen).numpy()]
+        return np.sort(perm[n_out:]), np.sort(perm[:n_out])
 
     def _cut(self, lam: np.ndarray, y: np.ndarray, t_learned: float) -> tuple[float | None, float]:
         """The hard threshold on lambda (left = ``lambda <= t``) and its child impurity J (spec §2.14)."""
@@ -517,9 +576,13 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                          children=torch.tensor(_children(nodes, internal, leaves), device=dev),
                          a=torch.tensor(a[None], dtype=f32, device=dev) if reference else None)
         n = self._E.shape[0]
-        s = self._settings(n, self.refine_epochs, 20, 150, AUTO_STEPS // 2)
+        fit, out = self._hold_out(np.arange(n))
+        Xt, target, monitor = self._Xt, self._target, None
+        if out.size:
+            Xt, target, monitor = Xt[fit], target[fit], (Xt[out], target[out], None)
+        s = self._settings(fit.size, self.refine_epochs, 20, 150, AUTO_STEPS // 2)
         s.progress = self._progress("refine", -1, s)
-        status = model.train(p, self._Xt, self._target, s, self._gen)
+        status = model.train(p, Xt, target, s, self._gen, monitor, int(self.n_iter_no_change))
         self._record("refine", -1, p.history)
         if status == "time_limit":
             self._stopped = True
@@ -660,6 +723,24 @@ _DOC_PARAMS = """
         validation rows (``validation_fraction`` or ``X_val``) the selection is over the number of
         leaves (the trees after the first k splits) instead of the depth.  None: level-by-level
         growth to ``max_depth``.
+    init : {"random", "linear"}, default="random"
+        How each node's experts start.  "random": the paper's draw (spec §3.0).  "linear" (beyond the
+        paper): every node's experts start at the coefficients of one ridge model of the whole
+        training set (for classification one direction per class against the rest, one for two
+        classes, in logit units; penalty by leave-one-out cross-validation; at most 10,000 rows)
+        plus a small random perturbation, so that the first cut of every stump lies along that
+        model's score.  On
+        wide, nearly separable data (thousands of fingerprint bits, fewer rows) the entropy
+        objective alone picks directions that do not generalise; pair it with ``early_stopping``
+        so that training moves away from the linear start only while held-out rows agree.
+    early_stopping : float or None, default=None
+        Beyond the paper: hold out this share of each node's rows (and, in refinement, of all rows)
+        from the soft training; every stump (or the refined tree) keeps its parameters of the epoch
+        whose soft loss on the held-out rows is lowest, its initialisation included, and training
+        stops after ``n_iter_no_change`` epochs without improvement.  The hard cuts are still searched
+        on all of the node's rows.  None: train every epoch on every row (the paper).
+    n_iter_no_change : int, default=10
+        Patience of ``early_stopping`` in epochs.
     random_state : int, RandomState or None, default=None
         Seeds the initialisation and the mini-batches; a fixed int gives the same tree on CPU.
     device : {"cpu", "cuda", "auto"}, default="cpu"

@@ -143,13 +143,16 @@ def level_leaf_probs(Xt: torch.Tensor, node: torch.Tensor, B: torch.Tensor, rho:
     return torch.stack([1 - g, g], -1)
 
 
-def grouped_entropy(pi: torch.Tensor, Y: torch.Tensor, node: torch.Tensor, n_groups: int) -> torch.Tensor:
+def grouped_entropy(pi: torch.Tensor, Y: torch.Tensor, node: torch.Tensor, n_groups: int,
+                    per_node: bool = False) -> torch.Tensor:
     """Sum over the level's nodes of their soft conditional entropies, each from its own samples'
-    soft counts, divided by the batch size (the level's ``H(Y | Z)``); one value per restart (R,)."""
+    soft counts, divided by the batch size (the level's ``H(Y | Z)``); one value per restart (R,),
+    or with ``per_node`` one per node and restart (F, R), not summed."""
     counts = torch.zeros((n_groups,) + pi.shape[1:] + (Y.shape[1],), dtype=pi.dtype, device=pi.device)
     counts = counts.index_add(0, node, pi[..., None] * Y[:, None, None, :])
     S = counts.sum(-1)
-    return (_xlogx(S).sum(-1) - _xlogx(counts).sum((-1, -2))).sum(0) / pi.shape[0]
+    per = (_xlogx(S).sum(-1) - _xlogx(counts).sum((-1, -2))) / pi.shape[0]
+    return per if per_node else per.sum(0)
 
 
 def _csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
@@ -259,13 +262,16 @@ def pair_variance(samp: torch.Tensor, leaf: torch.Tensor, pi: torch.Tensor, y: t
     return ((syy - sy**2 / S).sum() / n)[None]
 
 
-def grouped_variance(pi: torch.Tensor, y: torch.Tensor, node: torch.Tensor, n_groups: int) -> torch.Tensor:
-    """The soft within-leaf sum of squares of every node of the level, summed, over the batch size; (R,)."""
+def grouped_variance(pi: torch.Tensor, y: torch.Tensor, node: torch.Tensor, n_groups: int,
+                     per_node: bool = False) -> torch.Tensor:
+    """The soft within-leaf sum of squares of every node of the level, summed, over the batch size; (R,),
+    or with ``per_node`` (F, R), not summed over the nodes."""
     shape = (n_groups,) + pi.shape[1:]
     S = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi).clamp_min(1e-12)
     sy = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi * y[:, None, None])
     syy = torch.zeros(shape, dtype=pi.dtype, device=pi.device).index_add(0, node, pi * (y**2)[:, None, None])
-    return (syy - sy**2 / S).sum((0, -1)) / pi.shape[0]
+    per = (syy - sy**2 / S).sum(-1) / pi.shape[0]
+    return per if per_node else per.sum(0)
 
 
 def variance_loss(pi: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -376,7 +382,55 @@ def objective(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, w:
     return data, total
 
 
-def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, generator: torch.Generator) -> str:
+def held_out_loss(p: Params, X: torch.Tensor, target: torch.Tensor, node: torch.Tensor | None,
+                  s: Settings) -> torch.Tensor:
+    """The soft data loss of every unit on held-out rows, without gradient: one value per node and
+    restart (F, R) for a level of stumps (``node``: each row's frontier node), or (1,) for a tree."""
+    with torch.no_grad():
+        if node is None:
+            return objective(p, X, target, s, 0.0, X.shape[0], torch.arange(X.shape[0], device=X.device))[0]
+        pi = level_leaf_probs(X, node, p.B, p.rho, p.t, p.tau, p.mask, p.a)
+        group = grouped_entropy if s.task == "classification" else grouped_variance
+        return group(pi, target, node, p.B.shape[0], per_node=True)
+
+
+class _Best:
+    """Early stopping: the parameters of every unit at its lowest held-out loss so far.
+
+    ``monitor`` is ``(X, target, node)`` (:func:`held_out_loss`).  A unit's parameters are taken
+    whenever its held-out loss is at most its best (ties go to the later epoch, so a unit whose loss
+    cannot change trains on); training stops once no unit has improved by more than a relative 1e-6
+    for ``patience`` epochs in a row.  The parameters before the first epoch count: a unit whose
+    training never lowers its held-out loss keeps its initialisation.
+    """
+
+    def __init__(self, p: Params, monitor: tuple, s: Settings, patience: int) -> None:
+        self.p, self.monitor, self.s, self.patience = p, monitor, s, patience
+        self.tensors = p.trainable() + [p.tau]
+        self.loss = held_out_loss(p, *monitor, s)
+        self.saved = [a.detach().clone() for a in self.tensors]
+        self.stale = 0
+
+    def update(self, epoch: int) -> bool:
+        """Record the epoch; False once ``patience`` epochs have passed without an improvement."""
+        loss = held_out_loss(self.p, *self.monitor, self.s)
+        take = loss <= self.loss
+        improved = bool((loss < self.loss - 1e-6 * self.loss.abs()).any())
+        with torch.no_grad():
+            for a, best in zip(self.tensors, self.saved):
+                best[take] = a.detach()[take]
+        self.loss = torch.where(take, loss, self.loss)
+        self.stale = 0 if improved else self.stale + 1
+        return self.stale < self.patience
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for a, best in zip(self.tensors, self.saved):
+                a.copy_(best)
+
+
+def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, generator: torch.Generator,
+          monitor: tuple | None = None, patience: int = 10) -> str:
     """Algorithm 1 (spec §3.2): mini-batch Adam on the soft objective, annealing ``tau`` after every epoch.
 
     A fresh Adam per call (spec A4).  Returns ``"completed"``, ``"time_limit"`` (``s.expired()``
@@ -384,7 +438,21 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
     last finite epoch are kept).  Appends one ``(epoch, data loss, penalised loss, tau)`` row per
     epoch to ``p.history`` (means over the epoch's batches; the data loss is the mean over units, the
     penalised loss their sum).
+
+    ``monitor`` (held-out rows, see :class:`_Best`): early stopping; every unit ends with its
+    parameters of the epoch with the lowest held-out soft loss, and training ends after ``patience``
+    epochs without an improvement (returning ``"completed"``).
     """
+    best = None if monitor is None else _Best(p, monitor, s, patience)
+    try:
+        return _epochs(p, Xt, target, s, generator, best)
+    finally:
+        if best is not None:
+            best.restore()
+
+
+def _epochs(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, generator: torch.Generator,
+            best: _Best | None) -> str:
     params = p.trainable()
     for tensor in params:
         tensor.requires_grad_(True)
@@ -420,19 +488,29 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
         p.history.append((epoch, mean_data, mean_total, float(p.tau.mean())))
         if s.progress is not None:
             s.progress(epoch, mean_data, mean_total)
+        if best is not None and not best.update(epoch):
+            break
     return "completed"
 
 
 def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, node_of: torch.Tensor, tau0: float,
-               generator: torch.Generator, dtype: torch.dtype, reference: bool = False) -> Params:
+               generator: torch.Generator, dtype: torch.dtype, reference: bool = False,
+               directions: torch.Tensor | None = None) -> Params:
     """Fresh stumps for the ``n_nodes`` frontier nodes of a level, ``n_restarts`` each (spec §3.0):
     beta ~ U(-1/sqrt(D), 1/sqrt(D)), rho ~ N(0, 0.1^2), t at the median of lambda over the node's
     samples (a balanced first split), tau = tau0.  ``reference``: the reference gate, its slope
     a ~ U(-1, 1) (the reference code's initialisation) and c = a median(lambda_bar), so that its
-    first split is balanced too."""
+    first split is balanced too.
+
+    ``directions`` (J, D+1), a linear model's coefficients (``init="linear"``): expert ``k`` of
+    restart ``u`` starts at direction ``(u K + k) mod J`` plus a tenth of the random draw above, so
+    that a committee's experts differ slightly and its first cut lies along the linear model's score."""
     bound = 1.0 / math.sqrt(max(D, 1))
     shape = (n_nodes, n_restarts, K)
     B = ((torch.rand(shape + (D + 1,), generator=generator, dtype=dtype) * 2 - 1) * bound).to(Xt.device)
+    if directions is not None:
+        pick = torch.arange(n_restarts * K, device=Xt.device).reshape(n_restarts, K) % directions.shape[0]
+        B = directions.to(device=Xt.device, dtype=dtype)[pick][None] + 0.1 * B
     rho = (torch.randn(shape, generator=generator, dtype=dtype) * 0.1).to(Xt.device)
     mask = torch.ones_like(rho)
     t = torch.empty((n_nodes, n_restarts), dtype=dtype, device=Xt.device)

@@ -1,0 +1,154 @@
+"""Beyond the paper: ``init="linear"`` (every stump starts along one linear model's score) and
+``early_stopping`` (each stump keeps its epoch of lowest held-out soft loss)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.linear_model import LogisticRegression, RidgeClassifierCV
+from sklearn.metrics import roc_auc_score
+
+from arboretum import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
+
+torch = pytest.importorskip("torch")
+from arboretum.polytope import model  # noqa: E402  (imports torch)
+from polytope_helpers import quick, ring  # noqa: E402
+
+D64 = torch.float64
+
+
+def _level(seed: int = 0, n: int = 200, D: int = 3, F_: int = 2, R: int = 2, K: int = 3):
+    """A level of ``F_`` stumps on a noisy linear problem, with fit rows and held-out rows."""
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.randn((2 * n, D), generator=gen, dtype=D64)
+    y = (X[:, 0] + 0.5 * torch.randn(2 * n, generator=gen, dtype=D64) > 0).long()
+    Xt = torch.cat([torch.ones(2 * n, 1, dtype=D64), X], 1)
+    Y = torch.nn.functional.one_hot(y, 2).to(D64)
+    node = torch.arange(2 * n) % F_
+    p = model.init_level(F_, R, K, D, Xt[:n], node[:n], 1.0, gen, D64)
+    s = model.Settings(task="classification", lr=0.05, epochs=40, batch_size=64, steepness_inc=0.01,
+                       use_prior=False, prior_weight=1.0, prior_warmup=0.5, gamma0=1.0, c0=1.0, a_beta=1e-6,
+                       b_beta=1e-6)
+    return p, s, gen, (Xt[:n], Y[:n]), (Xt[n:], Y[n:], node[n:])
+
+
+def test_held_out_loss_is_the_per_node_level_loss():
+    """Summed over the nodes, the per-node held-out losses are the level's grouped objective."""
+    p, s, _, _, (Xv, Yv, node_v) = _level()
+    per = model.held_out_loss(p, Xv, Yv, node_v, s)
+    assert per.shape == p.t.shape
+    pi = model.level_leaf_probs(Xv, node_v, p.B, p.rho, p.t, p.tau, p.mask)
+    np.testing.assert_allclose(per.sum(0).numpy(), model.grouped_entropy(pi, Yv, node_v, 2).numpy(), rtol=1e-12)
+
+
+def test_early_stopping_keeps_each_units_best_epoch(monkeypatch):
+    """Each unit (node, restart) ends with its parameters of the epoch of its lowest held-out loss, the
+    start included (ties to the later epoch); training stops after ``patience`` epochs with no unit
+    improving.  The held-out losses are scripted so that the best epochs are known."""
+    p, s, gen, (X, Y), monitor = _level()
+    script = iter([[[1.0, 1.0], [1.0, 1.0]],  # before the first epoch
+                   [[2.0, 0.5], [2.0, 2.0]],  # epoch 0: unit (0, 1) improves
+                   [[2.0, 0.7], [0.9, 2.0]],  # epoch 1: unit (1, 0) improves
+                   [[5.0, 5.0], [5.0, 5.0]], [[5.0, 5.0], [5.0, 5.0]], [[5.0, 5.0], [5.0, 5.0]]])
+    monkeypatch.setattr(model, "held_out_loss", lambda *args: torch.tensor(next(script), dtype=D64))
+    names = ("B", "rho", "t", "tau")
+    snaps = [{k: getattr(p, k).detach().clone() for k in names}]  # the start, then after every epoch
+    s.progress = lambda *args: snaps.append({k: getattr(p, k).detach().clone() for k in names})
+    assert model.train(p, X, Y, s, gen, monitor, patience=2) == "completed"
+    assert len(p.history) == 4  # epochs 2 and 3 improve nothing
+    best = {(0, 0): 0, (0, 1): 1, (1, 0): 2, (1, 1): 0}  # index into snaps
+    for (f, u), i in best.items():
+        for k in names:
+            assert torch.equal(getattr(p, k).detach()[f, u], snaps[i][k][f, u]), (f, u, k)
+    assert not torch.equal(snaps[1]["B"], snaps[0]["B"])  # training did move them
+
+
+def test_early_stopping_on_real_held_out_rows_never_ends_worse_than_it_started():
+    """On held-out rows of the same distribution, each unit's final held-out loss is at most its start
+    and, here, strictly lower: the stumps learn."""
+    p, s, gen, (X, Y), monitor = _level(seed=1)
+    first = model.held_out_loss(p, *monitor, s)
+    assert model.train(p, X, Y, s, gen, monitor, patience=5) == "completed"
+    final = model.held_out_loss(p, *monitor, s)
+    assert bool((final < first).all())
+
+
+def test_linear_directions_seed_the_experts():
+    """``init_level``'s experts start at the given directions (cycled over restarts and experts) plus a
+    perturbation of at most a tenth of the paper's initial range."""
+    gen = torch.Generator().manual_seed(0)
+    D, K, R = 4, 3, 2
+    Xt = torch.cat([torch.ones(50, 1), torch.randn((50, D), generator=gen)], 1)
+    directions = torch.randn((2, D + 1), generator=gen)
+    p = model.init_level(1, R, K, D, Xt, torch.zeros(50, dtype=torch.long), 1.0, gen, torch.float32,
+                         directions=directions)
+    for u in range(R):
+        for k in range(K):
+            gap = (p.B[0, u, k] - directions[(u * K + k) % 2]).abs().max()
+            assert float(gap) <= 0.1 / np.sqrt(D) + 1e-6
+
+
+def test_linear_init_is_cross_validated_ridge_in_logit_units():
+    """The directions are scikit-learn's ridge classifier (penalty by leave-one-out CV) on the
+    standardised columns, bias first, one per class for three classes, each rescaled by a
+    one-feature logistic regression of its class on its score."""
+    X, y = load_iris(return_X_y=True)
+    Xs = (X - X.mean(0)) / X.std(0)
+    est = ConvexPolytopeTreeClassifier(init="linear")
+    est._task = "classification"
+    got = est._linear_directions(Xs, y, 3, seed=0)
+    ridge = RidgeClassifierCV(alphas=np.logspace(-3, 4, 8)).fit(Xs, y)
+    assert got.shape == (3, 5)
+    for j in range(3):
+        cal = LogisticRegression().fit(ridge.decision_function(Xs)[:, j : j + 1], y == j)
+        want = np.r_[ridge.intercept_[j], ridge.coef_[j]] * cal.coef_[0, 0]
+        want[0] += cal.intercept_[0]
+        np.testing.assert_allclose(got[j], want, rtol=1e-8, atol=1e-10)
+    # in logit units: the calibrated score is a logistic regression's decision value for its class
+    two = (y == 2).astype(int)
+    w = est._linear_directions(Xs, two, 2, seed=0)[0]
+    assert roc_auc_score(two, Xs @ w[1:] + w[0]) > 0.95
+
+
+def test_linear_start_without_training_cuts_along_the_linear_score():
+    """With a negligible step size a linear start's root cut is a threshold of the ridge score: the
+    two sides are separated by a value of that score."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = (X @ np.array([1.0, -2.0, 0.5, 0, 0, 0]) + rng.normal(scale=0.5, size=300) > 0).astype(int)
+    est = quick(max_depth=1, init="linear", learning_rate=1e-9, epochs=1, max_facets=3, refine=False,
+                scaling="feature").fit(X, y)
+    Xs = (X - X.mean(0)) / X.std(0)
+    score = RidgeClassifierCV(alphas=np.logspace(-3, 4, 8)).fit(Xs, y).decision_function(Xs)
+    leaf = est.tree_.apply(X)
+    left = leaf == leaf.min()
+    assert 0 < left.sum() < left.size
+    separation = roc_auc_score(left, score)  # 0 or 1: a threshold of the score
+    assert max(separation, 1 - separation) > 0.99
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (ConvexPolytopeTreeClassifier, *load_iris(return_X_y=True)),
+    lambda: (ConvexPolytopeTreeRegressor, *ring(300, 1)[:1], ring(300, 1)[0][:, 0] ** 2),
+])
+def test_linear_init_and_early_stopping_fit_every_task(make):
+    """Multiclass, regression: a linear start and early stopping fit, predict and stay deterministic."""
+    cls, X, y = make()
+    kw = dict(max_depth=2, init="linear", early_stopping=0.2, n_iter_no_change=3, epochs=20, refine_epochs=5,
+              n_restarts=1, max_facets=4, random_state=0, time_limit=None)
+    a, b = cls(**kw).fit(X, y), cls(**kw).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert a.score(X, y) > (0.8 if cls is ConvexPolytopeTreeClassifier else 0.5)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(init="lda"), "init"),
+    (dict(early_stopping=1.0), "early_stopping"),
+    (dict(early_stopping=0), "early_stopping"),
+    (dict(n_iter_no_change=0), "n_iter_no_change"),
+])
+def test_bad_init_and_early_stopping_are_refused(bad, message):
+    X, y = ring(50, 0)
+    with pytest.raises(ValueError, match=message):
+        ConvexPolytopeTreeClassifier(**bad).fit(X, y)
