@@ -120,6 +120,10 @@ def machine_info() -> dict[str, str]:
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
                                 capture_output=True, text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, check=False).stdout.strip()
+        if dirty:  # the results are not reproducible from the commit alone
+            commit += " (with uncommitted changes in src/)"
     except OSError:
         commit = "unknown"
     cpu = platform.processor() or platform.machine()
