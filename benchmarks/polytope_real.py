@@ -74,6 +74,15 @@ SDT_KW = {"max_epochs": 20, "batch_size": 256}
 LINEAR_ES = dict(init="linear", early_stopping=0.2)
 
 
+def _selected(df, methods: tuple[str, ...]) -> str:
+    """'Selected (depth, refined) by seed: ...' for the methods chosen on validation rows."""
+    if "selected_depth" not in df:
+        return ""
+    return "Selected (depth, refined) by seed: " + ", ".join(
+        f"{m}: " + " ".join(f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
+                            for r in df[df.method == m].itertuples()) for m in methods) + "."
+
+
 def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> None:
     cfg = CONFIGS[name]
     data = cfg["load"]()
@@ -139,10 +148,8 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> No
         notes.append(f"CPT and CPT(K=1) follow the paper's protocol (spec §3.7): a stratified {cfg['select']:.0%} "
                      "of the training rows (never the test rows) selects the depth and the greedy or refined tree "
                      "(`validation_fraction`), then that choice is fitted again on all training rows; fit times "
-                     "count both fits. Selected (depth, refined) by seed: "
-                     + ", ".join(f"{m}: " + " ".join(f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
-                                                    for r in df[df.method == m].itertuples())
-                                 for m in ("CPT", "CPT(K=1)") if "selected_depth" in df) + ".")
+                     "count both fits. "
+                     + _selected(df, ("CPT", "CPT(K=1)")))
     if Xtr.shape[1] > 200:
         notes.append("obliquetree is left out on these 2048 features (it warns that its pairs of features are "
                      "too many to search). CPT runs as the reference code does on these sets: no prior and one "
@@ -155,18 +162,13 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> No
         notes.append(f"DeepChem/MoleculeNet scaffold split 80/10/10 ({len(ytr)}/{len(yva)}/{len(yte)}): CPT and "
                      "CPT(K=1) take max_depth as the paper's depth and choose the depth and the greedy or refined "
                      "tree on the scaffold validation rows (`fit(X_val=, y_val=)`); peers fit on the training "
-                     "rows. Selected (depth, refined) by seed: "
-                     + ", ".join(f"{m}: " + " ".join(f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
-                                                    for r in df[df.method == m].itertuples())
-                                 for m in ("CPT", "CPT(K=1)") if "selected_depth" in df) + ".")
+                     "rows. "
+                     + _selected(df, ("CPT", "CPT(K=1)")))
         notes.append("Beyond the paper: `CPT linear+ES` and `CPT(K=1) linear+ES` add `init='linear'` (every node's "
                      "experts start along one ridge classifier of the training rows, penalty by leave-one-out CV, "
                      "in logit units) and `early_stopping=0.2` (each stump keeps its epoch of lowest soft loss on a "
                      "random fifth of its rows, its start included), selected on the same validation rows. "
-                     "Selected (depth, refined) by seed: "
-                     + ", ".join(f"{m}: " + " ".join(f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
-                                                    for r in df[df.method == m].itertuples())
-                                 for m in ("CPT linear+ES", "CPT(K=1) linear+ES") if "selected_depth" in df) + ".")
+                     + _selected(df, ("CPT linear+ES", "CPT(K=1) linear+ES")))
     if len(cpt):
         notes.append(f"CPT: {cfg['metric']} {cpt[cfg['metric']].mean():.4f}, {cpt.leaves.mean():.1f} leaves, "
                      f"fit {cpt.fit_s.mean():.1f} s wall / {cpt.cpu_s.mean():.1f} s CPU, "
