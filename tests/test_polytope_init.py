@@ -97,7 +97,7 @@ def test_linear_init_is_cross_validated_ridge_in_logit_units():
     Xs = (X - X.mean(0)) / X.std(0)
     est = ConvexPolytopeTreeClassifier(init="linear")
     est._task = "classification"
-    got = est._linear_directions(Xs, y, 3, seed=0)
+    got = est._linear_directions(Xs, y, seed=0)
     ridge = RidgeClassifierCV(alphas=np.logspace(-3, 4, 8)).fit(Xs, y)
     assert got.shape == (3, 5)
     for j in range(3):
@@ -107,7 +107,7 @@ def test_linear_init_is_cross_validated_ridge_in_logit_units():
         np.testing.assert_allclose(got[j], want, rtol=1e-8, atol=1e-10)
     # in logit units: the calibrated score is a logistic regression's decision value for its class
     two = (y == 2).astype(int)
-    w = est._linear_directions(Xs, two, 2, seed=0)[0]
+    w = est._linear_directions(Xs, two, seed=0)[0]
     assert roc_auc_score(two, Xs @ w[1:] + w[0]) > 0.95
 
 

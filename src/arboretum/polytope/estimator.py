@@ -220,7 +220,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         Xs = (E - self._mean) / self._scale
         self._Xt = torch.tensor(np.c_[np.ones(n), Xs], dtype=torch.float32, device=device)
         self._directions = None if self.init == "random" else torch.tensor(
-            self._linear_directions(Xs, y, n_classes, seed), dtype=torch.float32)
+            self._linear_directions(Xs, y, seed), dtype=torch.float32)
         if self._task == "classification":
             self._target = torch.nn.functional.one_hot(torch.as_tensor(y), n_classes).to(torch.float32).to(device)
         else:
@@ -251,12 +251,11 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                                    for i in range(self.tree_.n_nodes)])
         self.fit_time_ = clock.elapsed()
         for name in ("_torch", "_model", "_gen", "_Xt", "_directions", "_target", "_E", "_y", "_clock_", "_mean",
-                     "_scale",
-                     "_stopped", "_last_print", "_n_classes", "_split_order"):
+                     "_scale", "_stopped", "_last_print", "_n_classes", "_split_order"):
             delattr(self, name)
         self._set_stop(stop, "returning the tree grown so far" if stop != "completed" else "")
 
-    def _linear_directions(self, Xs: np.ndarray, y: np.ndarray, n_classes: int, seed: int) -> np.ndarray:
+    def _linear_directions(self, Xs: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
         """``init="linear"``: the coefficients (J, D+1), bias first, of a ridge model on the standardised
         training columns, its penalty chosen by efficient leave-one-out cross-validation (scikit-learn's
         ``RidgeCV`` / ``RidgeClassifierCV``, penalties 1e-3 to 1e4): for regression one direction, in
@@ -729,12 +728,11 @@ _DOC_PARAMS = """
         training set (for classification one direction per class against the rest, one for two
         classes, in logit units; penalty by leave-one-out cross-validation; at most 10,000 rows)
         plus a small random perturbation, so that the first cut of every stump lies along that
-        model's score.  On
-        wide, nearly separable data (thousands of fingerprint bits, fewer rows) the entropy
-        objective alone picks directions that do not generalise; pair it with ``early_stopping``
-        so that training moves away from the linear start only while held-out rows agree.  The
-        linear fit counts towards ``time_limit`` but is not interrupted by it (about 20 s on
-        10,000 rows of 2,048 columns here).
+        model's score.  On wide, nearly separable data (thousands of fingerprint bits, fewer rows)
+        the entropy objective alone picks directions that do not generalise; pair it with
+        ``early_stopping`` so that training moves away from the linear start only while held-out
+        rows agree.  The linear fit counts towards ``time_limit`` but is not interrupted by it
+        (about 20 s on 10,000 rows of 2,048 columns here).
     early_stopping : float or None, default=None
         Beyond the paper: hold out this share of each node's rows (and, in refinement, of all rows)
         from the soft training; every stump (or the refined tree) keeps its parameters of the epoch
