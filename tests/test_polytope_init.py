@@ -152,3 +152,80 @@ def test_bad_init_and_early_stopping_are_refused(bad, message):
     X, y = ring(50, 0)
     with pytest.raises(ValueError, match=message):
         ConvexPolytopeTreeClassifier(**bad).fit(X, y)
+
+
+# -- groups: whole groups held out ------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from arboretum.polytope.estimator import hold_out_groups  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=2, max_size=60), st.floats(0.05, 0.95), st.integers(0, 2**31 - 1))
+def test_hold_out_groups_takes_whole_groups_up_to_twice_the_share(groups, share, seed):
+    """The mask is a union of whole groups, never all of them, at most twice the share of the rows, and
+    at least the share unless every group left would pass that cap or only one group is left."""
+    g = np.array(groups)
+    out = hold_out_groups(g, share, np.random.RandomState(seed).permutation)
+    for label in np.unique(g):
+        assert out[g == label].all() or not out[g == label].any()
+    assert not out.all()
+    assert out.sum() <= 2 * share * g.size
+    if out.sum() < share * g.size:
+        left = np.unique(g[~out])
+        sizes = np.array([(g == label).sum() for label in left])
+        assert left.size == 1 or np.all(out.sum() + sizes > 2 * share * g.size)
+
+
+def _grouped(n: int = 240, n_groups: int = 12):
+    X, y = ring(n, 3)
+    return X, y, np.repeat(np.array([f"site-{k}" for k in range(n_groups)]), n // n_groups)
+
+
+def test_groups_make_early_stopping_hold_out_whole_groups(monkeypatch):
+    """With ``groups``, every node's held-out rows (and refinement's) are whole groups of that node's rows."""
+    from arboretum.polytope import estimator
+
+    X, y, groups = _grouped()
+    codes = np.unique(groups, return_inverse=True)[1]
+    seen = []
+    real = estimator._ConvexPolytopeTreeBase._hold_out
+
+    def spy(self, idx):
+        fit, out = real(self, idx)
+        seen.append((idx, out))
+        return fit, out
+
+    monkeypatch.setattr(estimator._ConvexPolytopeTreeBase, "_hold_out", spy)
+    quick(max_depth=2, early_stopping=0.25, n_iter_no_change=3).fit(X, y, groups=groups)
+    assert seen
+    for idx, out in seen:
+        g = codes[idx]
+        if np.unique(g).size > 1:
+            assert out.size and set(codes[out]).isdisjoint(set(g[~np.isin(idx, out)]))
+
+
+def test_groups_make_the_validation_share_whole_groups():
+    X, y, groups = _grouped()
+    est = quick(validation_fraction=0.25)
+    fit, val = est._validation_split(y, 7, groups)
+    assert set(groups[fit]).isdisjoint(groups[val]) and val.size <= 0.5 * y.size and val.size >= 0.25 * y.size
+    clf = quick(max_depth=2, validation_fraction=0.25).fit(X, y, groups=groups)
+    assert clf.best_depth_ <= 2
+
+
+def test_groups_are_checked():
+    X, y, groups = _grouped()
+    with pytest.raises(ValueError, match="groups must be one-dimensional"):
+        quick(early_stopping=0.2).fit(X, y, groups=groups[:-1])
+    with pytest.raises(ValueError, match="holds out no whole group"):
+        quick(validation_fraction=0.2).fit(X, y, groups=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="NaN"):
+        quick(early_stopping=0.2).fit(X, y, groups=np.full(len(y), np.nan))
+    with pytest.warns(UserWarning, match="no effect"):
+        quick(max_depth=1).fit(X, y, groups=groups)
+    reg = ConvexPolytopeTreeRegressor(max_depth=1, epochs=5, refine_epochs=2, n_restarts=1, max_facets=2,
+                                      early_stopping=0.2, random_state=0, time_limit=None)
+    a = reg.fit(X, X[:, 0], groups=groups).predict(X)
+    np.testing.assert_array_equal(a, reg.fit(X, X[:, 0], groups=groups).predict(X))

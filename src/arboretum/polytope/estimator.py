@@ -15,6 +15,7 @@ import numbers
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,28 @@ def auto_epochs(n: int, batch_size: int, steps: int = AUTO_STEPS, low: int = 40,
     """``epochs="auto"``: enough epochs for about ``steps`` Adam steps, within [low, high]."""
     per_epoch = max(1, math.ceil(n / batch_size))
     return int(min(high, max(low, math.ceil(steps / per_epoch))))
+
+
+def hold_out_groups(groups: np.ndarray, share: float, permutation: Any) -> np.ndarray:
+    """Which rows to hold out, as whole groups: a boolean mask over ``groups`` (each row's group).
+
+    The groups are taken in the order ``permutation(k)`` gives (a permutation of ``range(k)`` for
+    the ``k`` distinct groups) until the held-out rows reach ``share`` of the rows; a group that
+    would take them past twice the share is passed over, and at least one group always stays in.
+    A row-level hold-out scores rows whose relatives (same scaffold, same patient) are trained on;
+    whole groups show the shift that data from new groups has."""
+    _, codes, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+    target, cap = share * groups.size, 2 * share * groups.size
+    out = np.zeros(sizes.size, dtype=bool)
+    n_out = n_groups = 0
+    for g in permutation(sizes.size):
+        if n_out >= target or n_groups == sizes.size - 1:
+            break
+        if n_out + sizes[g] <= cap:
+            out[g] = True
+            n_out += sizes[g]
+            n_groups += 1
+    return out[codes.reshape(-1)]
 
 
 class _Node:
@@ -171,8 +194,10 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
     _parameter_constraints: dict = constraints("random_state", "n_jobs", "time_limit", "verbose", **_OWN)
 
     # -- the fit -----------------------------------------------------------------------------
-    def _fit(self, X: Any, y: np.ndarray, n_classes: int, val: tuple | None = None) -> None:
-        """Common fit after the targets are checked: ``y`` are class indices or float targets."""
+    def _fit(self, X: Any, y: np.ndarray, n_classes: int, val: tuple | None = None,
+             groups: np.ndarray | None = None) -> None:
+        """Common fit after the targets are checked: ``y`` are class indices or float targets,
+        ``groups`` None or checked by :meth:`_check_groups`."""
         # The warm-up first: it imports PyTorch (seconds on a process's first fit), so that the
         # import counts in compile_time_ like the rest of torch's first use, never in the clock.
         clock = self._start_clock()
@@ -184,7 +209,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         threads = torch.get_num_threads()
         try:
             torch.set_num_threads(self._n_threads(X, threads))
-            self._fit_torch(X, y, n_classes, torch, device, val, clock)
+            self._fit_torch(X, y, n_classes, torch, device, val, clock, groups)
         finally:
             torch.set_num_threads(threads)
 
@@ -198,14 +223,15 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         return max(1, (os.cpu_count() or 1) + 1 + int(self.n_jobs))
 
     def _fit_torch(self, X: Any, y: np.ndarray, n_classes: int, torch: Any, device: Any, val: tuple | None,
-                   clock: Any) -> None:
+                   clock: Any, groups: np.ndarray | None) -> None:
         self._clock_ = clock
         seed = int(check_random_state(self.random_state).randint(2**31 - 1))
         self._gen = torch.Generator().manual_seed(seed)
         E, cats = _data.raw_columns(X, self)
-        held_out = None if val is not None else self._validation_split(y, seed)
+        held_out = None if val is not None else self._validation_split(y, seed, groups)
         if held_out is not None:
             E, y, E_val, y_val = E[held_out[0]], y[held_out[0]], E[held_out[1]], y[held_out[1]]
+            groups = None if groups is None else groups[held_out[0]]
         elif val is not None:
             columns, _, names = _data.read_columns(val[0], self, reset=False)
             E_val, y_val = _data.encode_columns(columns, cats, names or self._feature_names()), val[1]
@@ -227,7 +253,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             center, spread = float(y.mean()), float(y.std())
             self._target = torch.tensor((y - center) / (spread if spread > 0 else 1.0), dtype=torch.float32,
                                         device=device)
-        self._E, self._y, self._n_classes = E, y, n_classes
+        self._E, self._y, self._n_classes, self._groups = E, y, n_classes, groups
         self.epoch_history_ = {"phase": [], "level": [], "epoch": [], "loss": [], "objective": [], "tau": []}
         self.device_ = str(device)
         self._last_print = 0.0
@@ -251,7 +277,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                                    for i in range(self.tree_.n_nodes)])
         self.fit_time_ = clock.elapsed()
         for name in ("_torch", "_model", "_gen", "_Xt", "_directions", "_target", "_E", "_y", "_clock_", "_mean",
-                     "_scale", "_stopped", "_last_print", "_n_classes", "_split_order"):
+                     "_scale", "_stopped", "_last_print", "_n_classes", "_split_order", "_groups"):
             delattr(self, name)
         self._set_stop(stop, "returning the tree grown so far" if stop != "completed" else "")
 
@@ -287,6 +313,26 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             W[j, 0] += cal.intercept_[0]
         return W
 
+    def _check_groups(self, groups: Any, n_samples: int) -> np.ndarray | None:
+        """``groups`` as one hashable label per row (checked), or None; warns when nothing uses it."""
+        if groups is None:
+            return None
+        groups = np.asarray(groups)
+        if groups.ndim != 1 or groups.shape[0] != n_samples:
+            raise ValueError(f"groups must be one-dimensional with one label per row of X ({n_samples}), "
+                             f"got shape {groups.shape}")
+        if groups.dtype == object:
+            try:
+                groups = np.unique(groups, return_inverse=True)[1].reshape(-1)
+            except TypeError as exc:
+                raise ValueError(f"groups must hold comparable labels (numbers or strings): {exc}") from None
+        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+            raise ValueError("groups holds NaN or infinite labels")
+        if self.early_stopping is None and self.validation_fraction is None:
+            warnings.warn("groups is used only by early_stopping and validation_fraction, which are both None: "
+                          "it has no effect", UserWarning, stacklevel=3)
+        return groups
+
     def _val_pair(self, X_val: Any, y_val: Any, classes: np.ndarray | None) -> tuple | None:
         """``(X_val, y_val as class indices or floats)``, or None; checks that both or neither are given."""
         if X_val is None and y_val is None:
@@ -305,14 +351,24 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         return X_val, np.searchsorted(classes, y_val)
 
     # -- validation-based selection (spec §3.7) -------------------------------------------------
-    def _validation_split(self, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _validation_split(self, y: np.ndarray, seed: int,
+                          groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """(fit rows, validation rows) when ``validation_fraction`` is set: a shuffled split of the
-        training data, stratified by class for classification when every class has two samples."""
+        training data, stratified by class for classification when every class has two samples;
+        with ``groups``, whole groups (:func:`hold_out_groups`), not stratified."""
         if self.validation_fraction is None:
             return None
         from sklearn.model_selection import train_test_split
 
         rows = np.arange(y.shape[0])
+        if groups is not None:
+            val = hold_out_groups(groups, float(self.validation_fraction),
+                                  np.random.RandomState(seed % 2**31).permutation)
+            if not val.any():
+                raise ValueError(f"validation_fraction={self.validation_fraction} holds out no whole group of "
+                                 f"{np.unique(groups).size} groups (one group, or every group larger than twice "
+                                 "that share)")
+            return rows[~val], rows[val]
         strata = None
         if self._task == "classification" and np.bincount(y).min(initial=2) >= 2:
             strata = y
@@ -523,11 +579,20 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         return done
 
     def _hold_out(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``early_stopping``: a seeded random share of ``idx`` held out from the soft training (at
-        least one row; none when ``idx`` has fewer than two), and the rest; else ``(idx, [])``."""
+        """``early_stopping``: ``(rows trained on, rows held out)`` of ``idx``, else ``(idx, [])``.
+
+        The held-out rows are a seeded random share of ``idx`` (at least one row; none when ``idx``
+        has fewer than two); with ``groups``, whole groups (:func:`hold_out_groups`), unless ``idx``
+        holds a single group or no group fits the share, when rows are drawn as without groups."""
         if self.early_stopping is None or idx.size < 2:
             return idx, idx[:0]
-        n_out = min(idx.size - 1, max(1, round(float(self.early_stopping) * idx.size)))
+        share = float(self.early_stopping)
+        if self._groups is not None:
+            out = hold_out_groups(self._groups[idx], share,
+                                  lambda k: self._torch.randperm(k, generator=self._gen).numpy())
+            if out.any():
+                return idx[~out], idx[out]
+        n_out = min(idx.size - 1, max(1, round(share * idx.size)))
         perm = idx[self._torch.randperm(idx.size, generator=self._gen).numpy()]
         return np.sort(perm[n_out:]), np.sort(perm[:n_out])
 
@@ -692,7 +757,9 @@ _DOC_PARAMS = """
     min_samples_leaf : int, default=1
         Fewest training samples on either side of a greedy cut.
     validation_fraction : float or None, default=None
-        Ignored when ``fit`` is given ``X_val`` and ``y_val``, which then play its part.  Hold out this share of the training data (stratified for classification) and select on it
+        Ignored when ``fit`` is given ``X_val`` and ``y_val``, which then play its part.  Hold out
+        this share of the training data (stratified for classification; whole groups with
+        ``fit(..., groups=...)``) and select on it
         (spec §3.7, the paper's "early stopping for trees"): the depth up to ``max_depth`` whose
         greedy tree scores best there (accuracy; ROC AUC for two classes; minus the squared error
         for regression), then the refined tree only if it scores better.  The tree is fitted on the
@@ -738,7 +805,8 @@ _DOC_PARAMS = """
         from the soft training; every stump (or the refined tree) keeps its parameters of the epoch
         whose soft loss on the held-out rows is lowest, its initialisation included, and training
         stops after ``n_iter_no_change`` epochs without improvement.  The hard cuts are still searched
-        on all of the node's rows.  None: train every epoch on every row (the paper).
+        on all of the node's rows.  With ``fit(..., groups=...)`` whole groups are held out
+        (rows again where a node holds one group).  None: train every epoch on every row (the paper).
     n_iter_no_change : int, default=10
         Patience of ``early_stopping`` in epochs.
     random_state : int, RandomState or None, default=None
@@ -810,7 +878,7 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
     True
     """
 
-    def fit(self, X, y, *, X_val=None, y_val=None) -> "ConvexPolytopeTreeClassifier":
+    def fit(self, X, y, *, X_val=None, y_val=None, groups=None) -> "ConvexPolytopeTreeClassifier":
         """Grow (and refine) the tree on ``(X, y)``.
 
         Parameters
@@ -822,6 +890,11 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
             Validation rows that select the depth and the greedy or refined tree, as
             ``validation_fraction`` does with rows it holds out (scikit-learn's
             ``HistGradientBoosting`` convention).  Their labels must occur in ``y``.
+        groups : array-like of shape (n_samples,), optional
+            A group label per row (a molecule's scaffold, a patient, a site): the rows that
+            ``early_stopping`` and ``validation_fraction`` hold out are then whole groups, so that the
+            held-out scores see the shift that data from unseen groups has.  Without one of those
+            two it has no effect (with a warning).
 
         Returns
         -------
@@ -831,8 +904,9 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
         y_enc, classes = check_classification_targets_encoded(
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
+        groups = self._check_groups(groups, _num_samples(X))
         self.classes_ = classes
-        self._fit(X, y_enc, len(classes), self._val_pair(X_val, y_val, classes))
+        self._fit(X, y_enc, len(classes), self._val_pair(X_val, y_val, classes), groups)
         return self
 
     _predict_methods = ("map",)
@@ -885,7 +959,7 @@ class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
 
     _task = "regression"
 
-    def fit(self, X, y, *, X_val=None, y_val=None) -> "ConvexPolytopeTreeRegressor":
+    def fit(self, X, y, *, X_val=None, y_val=None, groups=None) -> "ConvexPolytopeTreeRegressor":
         """Grow (and refine) the tree on ``(X, y)``.
 
         Parameters
@@ -895,6 +969,11 @@ class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
         X_val, y_val : array-like, optional
             Validation rows that select the depth and the greedy or refined tree (see
             ``validation_fraction``).
+        groups : array-like of shape (n_samples,), optional
+            A group label per row (a molecule's scaffold, a patient, a site): the rows that
+            ``early_stopping`` and ``validation_fraction`` hold out are then whole groups, so that the
+            held-out scores see the shift that data from unseen groups has.  Without one of those
+            two it has no effect (with a warning).
 
         Returns
         -------
@@ -902,7 +981,8 @@ class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
         """
         self._validate_params()
         y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
-        self._fit(X, np.asarray(y, dtype=np.float64), 0, self._val_pair(X_val, y_val, None))
+        groups = self._check_groups(groups, _num_samples(X))
+        self._fit(X, np.asarray(y, dtype=np.float64), 0, self._val_pair(X_val, y_val, None), groups)
         return self
 
     def predict(self, X) -> np.ndarray:
