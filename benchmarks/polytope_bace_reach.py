@@ -18,12 +18,16 @@ molecules, ``polytope_real.py``'s split) and scored by ROC AUC on its 152 test r
    (2 seeds), so a setting can be chosen without the test rows.
 3. **CPT's start and early stopping** (beyond the paper): ``init="linear"`` (experts start along one
    ridge classifier, penalty by leave-one-out CV, in logit units) with and without
-   ``early_stopping=0.2``, the paper's random start with it, and the same for K = 1; scored as
-   part 2.
+   ``early_stopping=0.2``, the paper's random start with it, and the same for K = 1; whole scaffolds
+   held out by early stopping (``fit(..., groups=)``); CPT and K = 1 both capped at 7 leaves (the
+   like-for-like comparison); scored as part 2.
 
 Usage::
 
-    python benchmarks/polytope_bace_reach.py [--jobs 2]
+    python benchmarks/polytope_bace_reach.py [--jobs 2] [--settings "name;name"]
+
+``--settings`` fits only the named CPT settings again (separated by ``;``) and keeps the other rows
+of the previous run's CSV.
 
 Results: ``benchmarks/results/polytope_bace_reach.{csv,md}``.
 """
@@ -53,14 +57,23 @@ STARTS = {"random start, early_stopping=0.2, depth 3": dict(max_depth=3, use_pri
           "linear start, early_stopping=0.2, depth 5": dict(max_depth=5, use_prior=False, init="linear",
                                                             early_stopping=0.2),
           "linear start, early_stopping=0.2, depth 3, K=1": dict(max_depth=3, use_prior=False, init="linear",
-                                                                 early_stopping=0.2, max_facets=1)}
+                                                                 early_stopping=0.2, max_facets=1),
+          # whole scaffolds held out (fit(..., groups=)): the shift the scaffold split's test rows have
+          "linear start, early_stopping=0.2 by scaffold, depth 3": dict(max_depth=3, use_prior=False, init="linear",
+                                                                        early_stopping=0.2, groups=True),
+          # like for like: at most 7 leaves each (best-first growth within depth 3)
+          "linear start, early_stopping=0.2, depth 3, at most 7 leaves": dict(
+              max_depth=3, max_leaves=7, use_prior=False, init="linear", early_stopping=0.2),
+          "linear start, early_stopping=0.2, depth 3, at most 7 leaves, K=1": dict(
+              max_depth=3, max_leaves=7, use_prior=False, init="linear", early_stopping=0.2, max_facets=1)}
 SETTINGS = {**PRIORS, **STARTS}
 BINS = (2, 4, 8, 16, 24)
 CV_FOLDS, TEST_SEEDS = 3, 2
 
 
-def _cpt_fit(setting: str, kind: str, index: int, X, y, X_eval, y_eval) -> dict:
-    """One CPT fit (``kind`` 'cv' fold ``index`` or 'test' seed ``index``), scored on the eval rows."""
+def _cpt_fit(setting: str, kind: str, index: int, X, y, X_eval, y_eval, groups) -> dict:
+    """One CPT fit (``kind`` 'cv' fold ``index`` or 'test' seed ``index``), scored on the eval rows;
+    ``groups`` (the fit rows' scaffolds) is passed to ``fit`` when the setting asks for it."""
     import torch
     from sklearn.metrics import roc_auc_score
 
@@ -68,7 +81,9 @@ def _cpt_fit(setting: str, kind: str, index: int, X, y, X_eval, y_eval) -> dict:
 
     torch.set_num_threads(1)  # C.THREADS; this runs in a joblib worker, which cannot import polytope_common
     t0 = time.process_time()
-    m = ConvexPolytopeTreeClassifier(random_state=index, **{**BASE, **SETTINGS[setting]}).fit(X, y)
+    kw = {**BASE, **SETTINGS[setting]}
+    m = ConvexPolytopeTreeClassifier(random_state=index, **{k: v for k, v in kw.items() if k != "groups"})
+    m.fit(X, y, **({"groups": groups} if kw.get("groups") else {}))
     return dict(part="CPT", setting=setting, kind=kind, index=index, leaves=m.tree_.n_leaves,
                 auc=roc_auc_score(y_eval, m.predict_proba(X_eval)[:, 1]), cpu_s=time.process_time() - t0)
 
@@ -76,6 +91,8 @@ def _cpt_fit(setting: str, kind: str, index: int, X, y, X_eval, y_eval) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2, help="CPT fits run in this many processes")
+    ap.add_argument("--settings", default=None,
+                    help="CPT settings to fit again, separated by ';'; the other rows come from the CSV")
     args = ap.parse_args(argv)
     import pandas as pd
     from joblib import Parallel, delayed
@@ -111,9 +128,16 @@ def main(argv: list[str] | None = None) -> None:
         print(rows[-1], flush=True)
 
     # 2. CPT with the prior at several scales; 3. CPT's starts and early stopping
-    tasks = [(p, "cv", f, Xp[fi], yp[fi], Xp[he], yp[he]) for p in SETTINGS
+    chosen = list(SETTINGS) if args.settings is None else args.settings.split(";")
+    unknown = set(chosen) - set(SETTINGS)
+    if unknown:
+        ap.error(f"unknown settings {sorted(unknown)}; known: {list(SETTINGS)}")
+    if args.settings is not None:  # keep the other settings' rows of the last full run
+        old = pd.read_csv(C.RESULTS / "polytope_bace_reach.csv")
+        rows += [r for r in old[(old.part == "CPT") & ~old.setting.isin(chosen)].to_dict("records")]
+    tasks = [(p, "cv", f, Xp[fi], yp[fi], Xp[he], yp[he], gp[fi]) for p in chosen
              for f, (fi, he) in enumerate(folds[:CV_FOLDS])]
-    tasks += [(p, "test", s, Xp, yp, Xte, yte) for p in SETTINGS for s in range(TEST_SEEDS)]
+    tasks += [(p, "test", s, Xp, yp, Xte, yte, gp) for p in chosen for s in range(TEST_SEEDS)]
     for r in Parallel(n_jobs=args.jobs, verbose=0)(delayed(_cpt_fit)(*t) for t in tasks):
         rows.append(r)
         print(r, flush=True)
@@ -126,8 +150,12 @@ def main(argv: list[str] | None = None) -> None:
     notes = [f"Train 1361 (scaffold train + validation), test 152.  Logistic regression's C by scaffold-grouped "
              f"5-fold CV AUC over {{0.01, 0.1, 1}}: " + ", ".join(f"C={c}: {a:.4f}" for c, a in cv_c.items())
              + f"; chosen C={best_c}.  Leaf scores are the training class-1 shares of each bin, as CPT's are."]
-    lines = C.header("What a small hard tree reaches on our Bace scaffold split, and CPT's gates",
-                     "python benchmarks/polytope_bace_reach.py", notes)
+    command = "python benchmarks/polytope_bace_reach.py" + (
+        f' --settings "{args.settings}"' if args.settings else "")
+    if args.settings:
+        notes.append("Only the settings named by --settings were fitted in this run; the other CPT rows are "
+                     "the previous run's, read back from the CSV (possibly another machine).")
+    lines = C.header("What a small hard tree reaches on our Bace scaffold split, and CPT's gates", command, notes)
     lines += ["## 1. Parallel cuts along logistic regression's direction", "",
               "| model | leaves | test AUC |", "|---|---|---|"]
     lines += [f"| {r.setting} | {r.leaves if r.leaves > 0 else '-'} | {r.auc:.4f} |" for r in lin.itertuples()]
@@ -144,7 +172,9 @@ def main(argv: list[str] | None = None) -> None:
     lines += ["", "## 3. CPT's start and early stopping (prior off; beyond the paper)", "",
               "`init=\"linear\"` starts every node's experts along one ridge classifier of the training rows "
               "(penalty by leave-one-out CV, rescaled to logits); `early_stopping=0.2` holds out a fifth of each node's rows and keeps each stump's "
-              "epoch of lowest held-out soft loss (its start included).", "",
+              "epoch of lowest held-out soft loss (its start included); `by scaffold` holds out whole scaffolds "
+              "instead (`fit(..., groups=scaffolds)`); `at most 7 leaves` caps CPT and K=1 alike (best-first "
+              "growth within depth 3), the like-for-like comparison.", "",
               f"| setting | CV AUC ({CV_FOLDS} scaffold folds) | test AUC ({TEST_SEEDS} seeds) | leaves | CPU s per fit |",
               "|---|---|---|---|---|"]
     lines += [row(p) for p in STARTS]

@@ -144,6 +144,13 @@ def scaffold_split(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return tuple(np.array(sorted(a), dtype=np.int64) for a in (train, valid, test))
 
 
+def molecule_train_groups(name: str) -> np.ndarray:
+    """The scaffold of every training row of :func:`molecules` with ``with_valid=True`` (the
+    ``groups`` that ``fit`` takes to hold out whole scaffolds)."""
+    _, _, groups = molecule_features(name)
+    return groups[scaffold_split(groups)[0]]
+
+
 def molecules(name: str, n_bits: int = 2048, radius: int = 2, cache: Path | None = None, with_valid: bool = False):
     """Bace or HIV (:func:`molecule_features`) with the deterministic scaffold split of
     :func:`scaffold_split`.  Returns (train, test) with train and valid merged, or (train, valid,
@@ -198,11 +205,12 @@ class WithValidation:
     """A CPT fitted with given validation rows (``fit(X, y, X_val=..., y_val=...)``: depth and greedy or
     refined tree chosen on them, spec §3.7), e.g. MoleculeNet's scaffold validation split."""
 
-    def __init__(self, est: Any, X_val: np.ndarray, y_val: np.ndarray) -> None:
-        self.est, self.X_val, self.y_val = est, X_val, y_val
+    def __init__(self, est: Any, X_val: np.ndarray, y_val: np.ndarray, groups: np.ndarray | None = None) -> None:
+        self.est, self.X_val, self.y_val, self.groups = est, X_val, y_val, groups
 
     def fit(self, X, y):
-        self.est.fit(X, y, X_val=self.X_val, y_val=self.y_val)
+        self.est.fit(X, y, X_val=self.X_val, y_val=self.y_val,
+                     **({} if self.groups is None else {"groups": self.groups}))
         for name in ("classes_", "tree_", "n_facets_", "epoch_history_", "refined_", "best_depth_"):
             setattr(self, name, getattr(self.est, name))
         return self
@@ -214,11 +222,13 @@ class WithValidation:
         return self.est.apply(X)
 
 
-def protocol_cpt(depth: int, seed: int, X_val=None, y_val=None, select: float | None = None, **kw: Any):
-    """CPT under a data set's protocol: chosen on given validation rows (:class:`WithValidation`), on a
-    share of the training rows then refitted (:class:`SelectThenRefit`, ``select``), or plain."""
+def protocol_cpt(depth: int, seed: int, X_val=None, y_val=None, select: float | None = None,
+                 groups: np.ndarray | None = None, **kw: Any):
+    """CPT under a data set's protocol: chosen on given validation rows (:class:`WithValidation`, which
+    passes ``groups`` to ``fit``), on a share of the training rows then refitted
+    (:class:`SelectThenRefit`, ``select``), or plain."""
     if X_val is not None:
-        return WithValidation(cpt(depth, seed, **kw), X_val, y_val)
+        return WithValidation(cpt(depth, seed, **kw), X_val, y_val, groups)
     if select:
         return SelectThenRefit(depth, seed, select, **kw)
     return cpt(depth, seed, **kw)

@@ -22,7 +22,8 @@ Usage::
 ``--methods`` runs only the named methods and keeps the other methods' rows of the previous run's CSV.
 On Bace and HIV two more rows go beyond the paper: ``CPT linear+ES`` and ``CPT(K=1) linear+ES`` start
 every node's experts along one ridge classifier (``init="linear"``) and keep each stump's epoch of lowest
-soft loss on a held-out fifth of its rows (``early_stopping=0.2``).
+soft loss on a held-out fifth of its rows (``early_stopping=0.2``); the ``by scaffold`` rows hold out
+whole scaffolds instead (``fit(..., groups=...)``).
 
 Results: ``benchmarks/results/polytope_<dataset>[_quick].{csv,md}``.
 """
@@ -89,20 +90,25 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> No
     Xtr, ytr, Xte, yte = data[0], data[1], data[-2], data[-1]
     Xva, yva = (data[2], data[3]) if len(data) == 6 else (None, None)
     depth = cfg["quick"][0] if quick else cfg["depth"]
+    scaffolds = C.molecule_train_groups(name) if name in ("bace", "hiv") else None
     if quick and cfg["quick"][1] is not None and len(ytr) > cfg["quick"][1]:
         keep = np.random.RandomState(0).choice(len(ytr), cfg["quick"][1], replace=False)
         Xtr, ytr = Xtr[keep], ytr[keep]
+        scaffolds = None if scaffolds is None else scaffolds[keep]
     binary = cfg["metric"] == "auc"
     rows, profile = [], None
     for seed in range(seeds):
-        def make_cpt(**kw):
-            return C.protocol_cpt(depth, seed, Xva, yva, cfg.get("select"), **{**cfg["cpt"], **kw})
+        def make_cpt(groups=None, **kw):
+            return C.protocol_cpt(depth, seed, Xva, yva, cfg.get("select"), groups, **{**cfg["cpt"], **kw})
 
         methods = {
             "CPT": lambda: make_cpt(),
             "CPT(K=1)": lambda: make_cpt(max_facets=1),
             **({"CPT linear+ES": lambda: make_cpt(**LINEAR_ES),
-                "CPT(K=1) linear+ES": lambda: make_cpt(max_facets=1, **LINEAR_ES)} if name in ("bace", "hiv") else {}),
+                "CPT(K=1) linear+ES": lambda: make_cpt(max_facets=1, **LINEAR_ES),
+                "CPT linear+ES by scaffold": lambda: make_cpt(scaffolds, **LINEAR_ES),
+                "CPT(K=1) linear+ES by scaffold": lambda: make_cpt(scaffolds, max_facets=1, **LINEAR_ES)}
+               if name in ("bace", "hiv") else {}),
             f"CART d{depth}": lambda: C.cart(depth, seed),
             "CART deep": lambda: C.cart(cfg["cart_deep"], seed),
             **({f"obliquetree d{depth}": lambda: C.obliquetree(depth, seed)} if Xtr.shape[1] <= 200 else {}),
@@ -167,8 +173,11 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> No
         notes.append("Beyond the paper: `CPT linear+ES` and `CPT(K=1) linear+ES` add `init='linear'` (every node's "
                      "experts start along one ridge classifier of the training rows, penalty by leave-one-out CV, "
                      "in logit units) and `early_stopping=0.2` (each stump keeps its epoch of lowest soft loss on a "
-                     "random fifth of its rows, its start included), selected on the same validation rows. "
-                     + _selected(df, ("CPT linear+ES", "CPT(K=1) linear+ES")))
+                     "random fifth of its rows, its start included), selected on the same validation rows; the "
+                     "`by scaffold` rows hold out whole scaffolds of each node's rows instead "
+                     "(`fit(..., groups=scaffolds)`). "
+                     + _selected(df, ("CPT linear+ES", "CPT(K=1) linear+ES", "CPT linear+ES by scaffold",
+                                      "CPT(K=1) linear+ES by scaffold")))
     if len(cpt):
         notes.append(f"CPT: {cfg['metric']} {cpt[cfg['metric']].mean():.4f}, {cpt.leaves.mean():.1f} leaves, "
                      f"fit {cpt.fit_s.mean():.1f} s wall / {cpt.cpu_s.mean():.1f} s CPU, "
