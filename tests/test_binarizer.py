@@ -78,6 +78,7 @@ def test_thresholds_quantile_nearest_levels_deduplicated():
     n=st.integers(1, 10),
     strategy=st.sampled_from(["quantile", "all"]),
 )
+@example(x=np.array([999999.9999999999, 1e6]), n=1, strategy="quantile")  # adjacent floats: a long cut, named exactly
 def test_thresholds_property(x, n, strategy):
     X = x.reshape(-1, 1)
     b = Binarizer(n_thresholds=n, strategy=strategy).fit(X)

@@ -829,7 +829,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
         name = names[column] if names is not None else f"x{column}"
         if kind == CATEGORY and self.categories_[column] is None:
             raise ValueError(f"column {column} is not categorical; a CATEGORY split needs one")
-        return split_texts(name, kind, threshold, categories, self.categories_[column])
+        return split_texts(name, kind, threshold, categories, self.categories_[column], decimals=None)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Names of the binary columns: ``"age <= 42.5"``, ``"colour == red"``, ``"smoker"``.

@@ -153,31 +153,36 @@ def _parse_kind(kind: int | str) -> int:
     return code
 
 
-def _fmt_num(x: float, decimals: int) -> str:
-    """Round ``x`` to ``decimals`` places and drop useless trailing zeros."""
+def _fmt_num(x: float, decimals: int | None) -> str:
+    """Round ``x`` to ``decimals`` places (None: exact) and drop useless trailing zeros."""
     x = float(x)
     if math.isfinite(x) and x == round(x) and abs(x) < 1e15:
         return str(int(round(x)))
+    if decimals is None:
+        return repr(x)
     text = f"{x:.{decimals}f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
 
-def format_threshold(t: float, decimals: int = 3) -> str:
-    """Text of a threshold: exact when it is short (``47.5``, ``2.45``), else rounded.
+def format_threshold(t: float, decimals: int | None = 3) -> str:
+    """Text of a threshold: exact when it is short (``47.5``, ``2.45``) or ``decimals`` is None,
+    else rounded to ``decimals`` places.
 
     Thresholds from the :class:`~arboretum.binarizer.Binarizer` are short
     decimals by construction and print exactly; others (fitted hyperplanes, a
     user's ``0.1 + 0.2``) print with ``decimals`` decimal places, trailing
-    zeros dropped.
+    zeros dropped.  The one exception in the Binarizer, a cut between two
+    adjacent floats (``999999.9999999999`` and ``1e6``), is the lower one,
+    which only ``decimals=None`` prints exactly.
     """
     t = float(t)
     if math.isfinite(t) and t == math.floor(t) and abs(t) < 1e15:
         return str(int(t))
     text = repr(t)
     digits = sum(ch.isdigit() for ch in text.split("e")[0])
-    if digits <= 10:
+    if digits <= 10 or decimals is None:
         return text
     return _fmt_num(t, decimals)
 
@@ -190,7 +195,7 @@ def _format_label(v: Any) -> str:
 
 def split_texts(
     name: str, kind: int, threshold: float = math.nan, categories: Any = (), labels: Any = None,
-    decimals: int = 3,
+    decimals: int | None = 3,
 ) -> tuple[str, str]:
     """Texts of the left and right branches of a split on one feature.
 
@@ -208,8 +213,9 @@ def split_texts(
     labels : sequence or None
         The feature's category labels (``Tree.feature_categories[j]``), or
         None for a numeric feature.
-    decimals : int, default=3
-        Decimals of thresholds that are not short (:func:`format_threshold`).
+    decimals : int or None, default=3
+        Decimals of thresholds that are not short (:func:`format_threshold`);
+        None prints every threshold exactly.
 
     Returns
     -------
