@@ -313,8 +313,9 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             W[j, 0] += cal.intercept_[0]
         return W
 
-    def _check_groups(self, groups: Any, n_samples: int) -> np.ndarray | None:
-        """``groups`` as one hashable label per row (checked), or None; warns when nothing uses it."""
+    def _check_groups(self, groups: Any, n_samples: int, given_val: bool) -> np.ndarray | None:
+        """``groups`` as one label per row (checked), or None; warns when nothing uses it (no
+        ``early_stopping``, and no ``validation_fraction`` or validation rows given instead)."""
         if groups is None:
             return None
         groups = np.asarray(groups)
@@ -328,9 +329,9 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                 raise ValueError(f"groups must hold comparable labels (numbers or strings): {exc}") from None
         if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
             raise ValueError("groups holds NaN or infinite labels")
-        if self.early_stopping is None and self.validation_fraction is None:
-            warnings.warn("groups is used only by early_stopping and validation_fraction, which are both None: "
-                          "it has no effect", UserWarning, stacklevel=3)
+        if self.early_stopping is None and (self.validation_fraction is None or given_val):
+            warnings.warn("groups is used only by early_stopping and validation_fraction (which X_val replaces): "
+                          "it has no effect here", UserWarning, stacklevel=3)
         return groups
 
     def _val_pair(self, X_val: Any, y_val: Any, classes: np.ndarray | None) -> tuple | None:
@@ -904,7 +905,7 @@ class ConvexPolytopeTreeClassifier(ClassifierMixin, _ConvexPolytopeTreeBase):
         y_enc, classes = check_classification_targets_encoded(
             y, n_samples=_num_samples(X), estimator_name=type(self).__name__
         )
-        groups = self._check_groups(groups, _num_samples(X))
+        groups = self._check_groups(groups, _num_samples(X), X_val is not None)
         self.classes_ = classes
         self._fit(X, y_enc, len(classes), self._val_pair(X_val, y_val, classes), groups)
         return self
@@ -981,7 +982,7 @@ class ConvexPolytopeTreeRegressor(RegressorMixin, _ConvexPolytopeTreeBase):
         """
         self._validate_params()
         y = check_regression_targets(y, n_samples=_num_samples(X), estimator_name=type(self).__name__)
-        groups = self._check_groups(groups, _num_samples(X))
+        groups = self._check_groups(groups, _num_samples(X), X_val is not None)
         self._fit(X, np.asarray(y, dtype=np.float64), 0, self._val_pair(X_val, y_val, None), groups)
         return self
 
