@@ -19,7 +19,8 @@ Usage::
     python benchmarks/polytope_real.py --dataset all --quick
     python benchmarks/polytope_real.py --dataset hiv --seeds 1 --methods "CPT linear+ES,CPT(K=1) linear+ES"
 
-``--methods`` runs only the named methods and keeps the other methods' rows of the previous run's CSV.
+``--methods`` runs only the named methods and keeps the other methods' rows of the previous run's CSV;
+``--first-seed K`` with it runs seeds K and up, keeping the named methods' earlier seeds from the CSV.
 On Bace and HIV two more rows go beyond the paper: ``CPT linear+ES`` and ``CPT(K=1) linear+ES`` start
 every node's experts along one ridge classifier (``init="linear"``) and keep each stump's epoch of lowest
 soft loss on a held-out fifth of its rows (``early_stopping=0.2``); the ``by scaffold`` rows hold out
@@ -84,7 +85,7 @@ def _selected(df, methods: tuple[str, ...]) -> str:
                             for r in df[df.method == m].itertuples()) for m in methods) + "."
 
 
-def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> None:
+def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first_seed: int = 0) -> None:
     cfg = CONFIGS[name]
     data = cfg["load"]()
     Xtr, ytr, Xte, yte = data[0], data[1], data[-2], data[-1]
@@ -97,7 +98,7 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> No
         scaffolds = None if scaffolds is None else scaffolds[keep]
     binary = cfg["metric"] == "auc"
     rows, profile = [], None
-    for seed in range(seeds):
+    for seed in range(first_seed, seeds):
         def make_cpt(groups=None, **kw):
             return C.protocol_cpt(depth, seed, Xva, yva, cfg.get("select"), groups, **{**cfg["cpt"], **kw})
 
@@ -137,14 +138,17 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None) -> No
     kept = ""
     if only is not None and (C.RESULTS / f"{stem}.csv").exists():
         old = pd.read_csv(C.RESULTS / f"{stem}.csv")
-        old = old[~old.method.isin(only)]
-        kept = ", ".join(old.method.unique())
+        earlier = old.method.isin(only) & (old.seed < first_seed)  # --first-seed: the named methods' seeds before it
+        reused = ", ".join(f"{m} seeds {sorted(old[earlier & (old.method == m)].seed)}" for m in only)
+        old = old[~old.method.isin(only) | earlier]
+        kept = ", ".join(old[~old.method.isin(only)].method.unique()) + (f"; and of {reused}" if first_seed else "")
         df = pd.concat([old, df], ignore_index=True)
         rows = df.to_dict("records")
     df.to_csv(C.RESULTS / f"{stem}.csv", index=False)
     command = f"python benchmarks/polytope_real.py --dataset {name}" + (" --quick" if quick else "") + \
         (f" --seeds {seeds}" if seeds != (1 if quick else 5) else "") + \
-        (f" --methods \"{','.join(only)}\"" if only is not None else "")
+        (f" --methods \"{','.join(only)}\"" if only is not None else "") + \
+        (f" --first-seed {first_seed}" if first_seed else "")
     cpt = df[df.method == "CPT"]
     notes = [f"Only {', '.join(only)} ran in this run; the rows of {kept} are the previous run's (same CSV)."] \
         if kept else []
@@ -204,11 +208,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="1 seed, smaller depth (and HIV subsampled)")
     ap.add_argument("--methods", default=None,
                     help="comma-separated methods to run; the others' rows are kept from the previous CSV")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="with --methods: run seeds from this one on, keeping the named methods' earlier seeds "
+                         "from the previous CSV")
     args = ap.parse_args(argv)
+    if args.first_seed and args.methods is None:
+        ap.error("--first-seed needs --methods")
     seeds = args.seeds or (1 if args.quick else 5)
     only = None if args.methods is None else [m.strip() for m in args.methods.split(",")]
     for name in CONFIGS if args.dataset == "all" else [args.dataset]:
-        run(name, seeds, args.quick, only)
+        run(name, seeds, args.quick, only, args.first_seed)
 
 
 if __name__ == "__main__":
