@@ -1,10 +1,13 @@
 """Beyond the paper: ``init="linear"`` (every stump starts along one linear model's score) and
-``early_stopping`` (each stump keeps its epoch of lowest held-out soft loss)."""
+``early_stopping`` (each stump keeps its epoch of lowest held-out soft loss), with ``fit(..., groups=)``
+holding out whole groups."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_iris
 from sklearn.linear_model import LogisticRegression, RidgeClassifierCV
 from sklearn.metrics import roc_auc_score
@@ -13,6 +16,7 @@ from arboretum import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
 
 torch = pytest.importorskip("torch")
 from arboretum.polytope import model  # noqa: E402  (imports torch)
+from arboretum.polytope.estimator import hold_out_groups  # noqa: E402
 from polytope_helpers import quick, ring  # noqa: E402
 
 D64 = torch.float64
@@ -155,11 +159,6 @@ def test_bad_init_and_early_stopping_are_refused(bad, message):
 
 
 # -- groups: whole groups held out ------------------------------------------------------------
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from arboretum.polytope.estimator import hold_out_groups  # noqa: E402
-
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 12), min_size=2, max_size=60), st.floats(0.05, 0.95), st.integers(0, 2**31 - 1))
