@@ -7,6 +7,7 @@ for compilation.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -38,55 +39,78 @@ class _Compiles(numba_event.Listener):
 
 
 def _fits():
+    """(family, estimator, X, y, fit keywords): fits, with the data their predictions are asked on."""
     hep = load_dataset("hepatitis")
     rng = np.random.default_rng(0)
     Xr = rng.normal(size=(300, 4))
     yr = 2.0 * (Xr[:, 0] > 0.3) + rng.normal(scale=0.3, size=300)
     w = np.arange(hep.target.size) % 3 + 1
+    codes = rng.integers(0, 3, size=(200, 3))
+    codes[:, 1] = np.where(codes[:, 0] == 0, 0, codes[:, 1])
+    A = arboretum
     return [
-        ("maptree-classification", lambda: arboretum.MAPTreeClassifier(time_limit=3).fit(hep.data, hep.target)),
-        (
-            "maptree-classification",
-            lambda: arboretum.MAPTreeClassifier(time_limit=3).fit(hep.data, hep.target, sample_weight=w),
-        ),
-        ("maptree-classification", lambda: arboretum.MAPTreeClassifier(time_limit=3).fit(Xr, yr > 1)),
-        ("maptree-regression", lambda: arboretum.MAPTreeRegressor(time_limit=2).fit(Xr, yr)),
-        ("pcfg", lambda: arboretum.PCFGTreeClassifier(time_limit=10).fit(Xr[:150], yr[:150] > 1)),
-        ("smc", lambda: arboretum.SMCTreeSampler(n_particles=30, random_state=0).fit(hep.data, hep.target)),
-        ("mcmc", lambda: arboretum.MCMCTreeSampler(n_iterations=200, random_state=0).fit(hep.data, hep.target)),
-        ("optimal-axis", lambda: arboretum.OptimalTreeClassifier(max_splits=3).fit(Xr[:40], yr[:40] > 1)),
-        ("optimal-axis", lambda: arboretum.OptimalTreeClassifier(max_splits=3, max_depth=2).fit(
-            Xr[:60], yr[:60] > 1, sample_weight=np.arange(60) % 3 + 0.5)),
-        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=2, split_type="hyperplane").fit(
-            Xr[:15, :2], yr[:15] > 1)),
-        ("optimal-axis", lambda: arboretum.OptimalTreeRegressor(max_splits=2).fit(Xr[:50], yr[:50])),
-        ("optimal-axis", lambda: arboretum.OptimalTreeRegressor(max_splits=3).fit(Xr[:25], yr[:25])),
-        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=1, split_type="hyperplane").fit(
-            Xr[:30, :3], yr[:30] > 1)),
-        ("optimal", lambda: arboretum.OptimalTreeClassifier(max_splits=1, split_type="quadratic").fit(
-            Xr[:9, :2], yr[:9] > 1)),
-        ("optimal", lambda: arboretum.OptimalTreeRegressor(max_splits=2, split_type=arboretum.optimal.CandidateRules(
-            [("threshold", 0, 0.0), ("hyperplane", [1.0, 1.0], 0.5), ("quadratic", [0, 0, 1, 0, 1], 1.0)])).fit(
-            Xr[:20, :2], yr[:20])),
+        ("maptree-classification", A.MAPTreeClassifier(time_limit=3), hep.data, hep.target, {}),
+        ("maptree-classification", A.MAPTreeClassifier(time_limit=3), hep.data, hep.target, {"sample_weight": w}),
+        ("maptree-classification", A.MAPTreeClassifier(time_limit=3), Xr, yr > 1, {}),
+        ("maptree-regression", A.MAPTreeRegressor(time_limit=2), Xr, yr, {}),
+        ("pcfg", A.PCFGTreeClassifier(time_limit=10, random_state=0), Xr[:150], yr[:150] > 1, {}),
+        ("smc", A.SMCTreeSampler(n_particles=30, random_state=0), hep.data, hep.target, {}),
+        ("mcmc", A.MCMCTreeSampler(n_iterations=200, random_state=0), hep.data, hep.target, {}),
+        ("optimal-axis", A.OptimalTreeClassifier(max_splits=3), Xr[:40], yr[:40] > 1, {}),
+        ("optimal-axis", A.OptimalTreeClassifier(max_splits=3, max_depth=2), Xr[:60], yr[:60] > 1,
+         {"sample_weight": np.arange(60) % 3 + 0.5}),
+        ("optimal", A.OptimalTreeClassifier(max_splits=2, split_type="hyperplane"), Xr[:15, :2], yr[:15] > 1, {}),
+        ("optimal-axis", A.OptimalTreeRegressor(max_splits=2), Xr[:50], yr[:50], {}),
+        ("optimal-axis", A.OptimalTreeRegressor(max_splits=3), Xr[:25], yr[:25], {}),
+        ("optimal", A.OptimalTreeClassifier(max_splits=1, split_type="hyperplane"), Xr[:30, :3], yr[:30] > 1, {}),
+        ("optimal", A.OptimalTreeClassifier(max_splits=1, split_type="quadratic"), Xr[:9, :2], yr[:9] > 1, {}),
+        ("optimal", A.OptimalTreeRegressor(max_splits=2, split_type=arboretum.optimal.CandidateRules(
+            [("threshold", 0, 0.0), ("hyperplane", [1.0, 1.0], 0.5), ("quadratic", [0, 0, 1, 0, 1], 1.0)])),
+         Xr[:20, :2], yr[:20], {}),
         # 3,300 rows: the axis search solves depth-2 problems a chunk of features at a time
-        ("optimal-axis", lambda: arboretum.OptimalTreeClassifier(max_splits=3, max_depth=2).fit(
-            np.tile(Xr[:, :2], (11, 1)) + np.arange(3300)[:, None] * 1e-6, np.tile(yr > 1, 11))),
+        ("optimal-axis", A.OptimalTreeClassifier(max_splits=3, max_depth=2),
+         np.tile(Xr[:, :2], (11, 1)) + np.arange(3300)[:, None] * 1e-6, np.tile(yr > 1, 11), {}),
+        ("density", A.LeafSparseDensityTree(), codes, None, {}),
+        ("density", A.BranchSparseDensityTree(), codes, None, {}),
+        ("density", A.SparseDensityRuleList(random_state=0), codes, None, {}),
     ]
 
 
-@pytest.mark.parametrize("i", range(16))
-def test_a_fit_after_the_warm_up_compiles_nothing(i):
-    family, fit = _fits()[i]
+def _use(est, X, y) -> None:
+    """Every prediction of a fitted estimator, with every ``method`` it takes."""
+    if hasattr(est, "score_samples"):  # a density
+        est.score_samples(X)
+        est.score(X)
+        est.sample(5, random_state=0)
+        return
+    for method in getattr(est, "_predict_methods", (None,)):
+        kw = {} if method is None else {"method": method}
+        if hasattr(est, "predict_proba"):
+            est.predict_proba(X, **kw)
+        est.predict(X, **(kw if "method" in inspect.signature(est.predict).parameters else {}))
+    if hasattr(est, "apply"):
+        est.apply(X)
+    est.score(X, y)
+
+
+@pytest.mark.parametrize("i", range(19))
+def test_a_fit_and_its_predictions_after_the_warm_up_compile_nothing(i):
+    """No limit pays for compilation, and no first prediction either: the warm-up compiles the
+    prediction kernels (every ``method``) as well as the fit's."""
+    family, est, X, y, kw = _fits()[i]
     _compile.warm_up(family)
     listener = _Compiles()
     numba_event.register("numba:compile", listener)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = fit()
+            est.fit(X, **kw) if y is None else est.fit(X, y, **kw)
+            fit_compiles = list(listener.names)
+            _use(est, X, y)
     finally:
         numba_event.unregister("numba:compile", listener)
-    assert listener.names == [], f"{family}: compiled during the fit: {sorted(set(listener.names))}"
+    assert fit_compiles == [], f"{family}: compiled during the fit: {sorted(set(fit_compiles))}"
+    assert listener.names == [], f"{family}: compiled during a prediction: {sorted(set(listener.names))}"
     assert est.compile_time_ == 0.0  # warm already: nothing to compile or load
     assert est._kernel_family == family
 

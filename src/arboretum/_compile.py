@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-__all__ = ["register", "warm_up", "is_warm", "is_cached", "families", "tiny_problem"]
+__all__ = ["register", "warm_up", "is_warm", "is_cached", "families", "tiny_problem", "exercise_predictions"]
 
 _WARMERS: dict[str, tuple[Callable[[], None], Callable[[], Iterable]]] = {}
 _WARM: dict[str, float] = {}
@@ -61,6 +61,27 @@ def tiny_problem() -> tuple[np.ndarray, np.ndarray]:
     X[:8] = X[8:16]
     y = (X[:, 0] ^ X[:, 1] ^ (rng.random(48) < 0.2)).astype(np.int64)
     return X, y
+
+
+def exercise_predictions(est, X) -> None:
+    """Run every prediction of a fitted estimator once on ``X``: ``predict_proba`` and ``predict``
+    with each ``method`` it takes, ``apply``; for a density ``score_samples`` and ``sample``.
+
+    A warmer calls it after its tiny fit, so that the prediction kernels are compiled (or loaded)
+    with the fit's and a user's first ``predict`` does not pay for compilation either."""
+    import inspect
+
+    if hasattr(est, "score_samples"):
+        est.score_samples(X)
+        est.sample(2, random_state=0)
+        return
+    for method in getattr(est, "_predict_methods", (None,)):
+        kw = {} if method is None else {"method": method}
+        if hasattr(est, "predict_proba"):
+            est.predict_proba(X, **kw)
+        est.predict(X, **(kw if "method" in inspect.signature(est.predict).parameters else {}))
+    if hasattr(est, "apply"):
+        est.apply(X)
 
 
 def families() -> tuple[str, ...]:

@@ -519,7 +519,8 @@ def _evaluate_from(s0, rules, m, ant_bits, rw, rm, sm, ant_nfeat, F, Fv, off, nf
     for f in range(s_n):
         v = srcv[s_off + f]
         rest += v
-        GP[g_off + f] = src[s_off + f]
+        for w in range(GP.shape[1]):  # not a row assignment: numba's shape check compiles string formatting (~2 s)
+            GP[g_off + f, w] = src[s_off + f, w]
         gpv[g_off + f] = v
     term = _leaf_term(n - total, rest, alpha)
     gpoff[m] = g_off
@@ -546,7 +547,8 @@ def _commit(s0, m, F, Fv, off, nf, cov, pre, tot, G, Gv, goff, gnf, gcov, gpre, 
             Fv[start + f] = Gv[goff[i] + f]
         off[i] = start
         nf[i] = gnf[i]
-        cov[i] = gcov[i]
+        for w in range(cov.shape[1]):  # element-wise: see _evaluate_from
+            cov[i, w] = gcov[i, w]
         pre[i] = gpre[i]
         tot[i] = gtot[i]
         start += gnf[i]
@@ -637,7 +639,8 @@ def _redistribute(P, pv, start, count, rules, lo, hi, rw, rm, sm, nfeat, gain, Q
     Q = _grow(Q, count + 1)
     qv = _grow1(qv, count + 1)
     for f in range(count):
-        Q[f] = P[start + f]
+        for w in range(Q.shape[1]):  # element-wise: see _evaluate_from
+            Q[f, w] = P[start + f, w]
         qv[f] = pv[start + f]
     nq = count
     for i in range(lo, hi):

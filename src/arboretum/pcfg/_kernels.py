@@ -563,7 +563,8 @@ def sample_paths(qcodes, n_paths, state, edge_start, edge_a, edge_b, edge_f, edg
                     break
                 v = edge_a[e] if qcodes[q, edge_f[e]] <= edge_m[e] else edge_b[e]
                 d = cl
-        out[q] = acc
+        for c in range(C):  # not out[q] = acc: its shape check compiles string formatting (~1.7 s)
+            out[q, c] = acc[c]
     return out
 
 
@@ -586,7 +587,8 @@ def predict_sampled_trees(qcodes, tree_ptr, t_node, t_edge, t_left, t_right, edg
                 e = t_edge[i]
                 i = t_left[i] if qcodes[q, edge_f[e]] <= edge_m[e] else t_right[i]
             _add_predictive(acc, t_node[i], node_counts, node_size, alpha, alpha_sum, w)
-        out[q] = acc
+        for c in range(C):  # not out[q] = acc: its shape check compiles string formatting (~1.7 s)
+            out[q, c] = acc[c]
     return out
 
 
@@ -619,7 +621,8 @@ def _predictive_chunk(qcodes, q0, q1, edge_start, edge_a, edge_b, edge_f, edge_m
                     if child > last:
                         last = child
             v += 1
-        out[q] = acc
+        for c in range(C):  # not out[q] = acc: its shape check compiles string formatting (~1.7 s)
+            out[q, c] = acc[c]
 
 
 @njit(cache=True, parallel=True)

@@ -13,7 +13,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._compile import register, tiny_problem
+from .._compile import exercise_predictions, register, tiny_problem
 from ..base import DEFAULT_TIME_LIMIT, TreeEstimator, constraints, deprecated_attribute
 from ..bayes import ChipmanPrior, validate_rho
 from ..binarizer import Binarizer
@@ -712,5 +712,5 @@ def _grammar_codes(binarizer: Binarizer, E: np.ndarray) -> tuple[np.ndarray, np.
 def _warm_up() -> None:
     """Compile the kernels of a fit (:mod:`arboretum._compile`) on a tiny problem."""
     X, y = tiny_problem()
-    PCFGTreeClassifier(time_limit=None, random_state=0).fit(X, y)
+    exercise_predictions(PCFGTreeClassifier(time_limit=None, random_state=0).fit(X, y), X)
     K.rehash(np.zeros(1, np.uint64), 1, np.full(2, -1, np.int64))  # the node store's growth

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._compile import register, tiny_problem
+from .._compile import exercise_predictions, register, tiny_problem
 from ..base import DEFAULT_TIME_LIMIT
 from ..data import Check, Interval, Options
 from ..tree import Tree
@@ -348,4 +348,4 @@ class MCMCTreeSampler(BaseTreeSampler):
 def _warm_up() -> None:
     """Compile the kernels of a fit (:mod:`arboretum._compile`) on a tiny problem."""
     X, y = tiny_problem()
-    MCMCTreeSampler(n_iterations=50, time_limit=None, random_state=0).fit(X, y)
+    exercise_predictions(MCMCTreeSampler(n_iterations=50, time_limit=None, random_state=0).fit(X, y), X)

@@ -57,7 +57,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-from .._compile import register, tiny_problem
+from .._compile import exercise_predictions, register, tiny_problem
 from ..base import DEFAULT_TIME_LIMIT
 from ..data import Interval, Options
 from . import _kernels
@@ -356,4 +356,4 @@ class SMCTreeSampler(BaseTreeSampler):
 def _warm_up() -> None:
     """Compile the kernels of a fit (:mod:`arboretum._compile`) on a tiny problem."""
     X, y = tiny_problem()
-    SMCTreeSampler(n_particles=8, time_limit=None, random_state=0).fit(X, y)
+    exercise_predictions(SMCTreeSampler(n_particles=8, time_limit=None, random_state=0).fit(X, y), X)
