@@ -90,16 +90,19 @@ def _run(code: str, family: str, src: Path, cache: str) -> dict:
     return r
 
 
-def measure(version: str, src: Path, code: str, families, repeats: int) -> list[dict]:
+def measure(versions: list[tuple[str, Path, str]], families, repeats: int) -> list[dict]:
+    """Cold then warm for each family, repeat and version, the versions interleaved (now, before, now,
+    before...) so that a shared machine's drift in speed falls on both alike."""
     rows = []
     for family in families:
         for rep in range(repeats):
-            cache = tempfile.mkdtemp(prefix="arboretum-ct-")
-            for phase in ("cold", "warm"):
-                r = _run(code, family, src, cache)
-                rows.append(dict(version=version, family=family, repeat=rep, phase=phase, **r))
-                print(f"{version:>8} {family:<24} {phase}: {r['compile_s']:6.2f} s "
-                      f"({r['compile_cpu_s']:6.2f} CPU s)", flush=True)
+            for version, src, code in versions:
+                cache = tempfile.mkdtemp(prefix="arboretum-ct-")
+                for phase in ("cold", "warm"):
+                    r = _run(code, family, src, cache)
+                    rows.append(dict(version=version, family=family, repeat=rep, phase=phase, **r))
+                    print(f"{version:>8} {family:<24} {phase}: {r['compile_s']:6.2f} s "
+                          f"({r['compile_cpu_s']:6.2f} CPU s)", flush=True)
     return rows
 
 
@@ -114,15 +117,17 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    rows = measure("now", ROOT / "src", _NOW, args.families, args.repeats)
+    versions_run = [("now", ROOT / "src", _NOW)]
+    wt = None
     if args.before_rev:
         wt = Path(tempfile.mkdtemp(prefix="arboretum-before-")) / "tree"
         subprocess.run(["git", "worktree", "add", "--detach", str(wt), args.before_rev], cwd=ROOT, check=True,
                        capture_output=True)
-        try:
-            code = _NOW if args.before_warm_up else _BEFORE
-            rows += measure(args.before_rev, wt / "src", code, args.families, args.repeats)
-        finally:
+        versions_run.append((args.before_rev, wt / "src", _NOW if args.before_warm_up else _BEFORE))
+    try:
+        rows = measure(versions_run, args.families, args.repeats)
+    finally:
+        if wt is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=ROOT, capture_output=True)
 
     out = Path(args.out)
@@ -133,9 +138,9 @@ def main(argv=None) -> int:
         w.writerows(rows)
     versions = ["now"] + ([args.before_rev] if args.before_rev else [])
 
-    def mean(version, family, phase, key):
-        v = [r[key] for r in rows if r["version"] == version and r["family"] == family and r["phase"] == phase]
-        return sum(v) / len(v) if v else float("nan")
+    def median(version, family, phase, key):
+        v = sorted(r[key] for r in rows if r["version"] == version and r["family"] == family and r["phase"] == phase)
+        return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2 if v else float("nan")
 
     lines = [
         "# Numba compile time per model family",
@@ -145,7 +150,8 @@ def main(argv=None) -> int:
         f"load average at the end {os.getloadavg()[0]:.1f}.",
         f"Command: `python benchmarks/compile_time.py {' '.join(argv or sys.argv[1:])}`.",
         "",
-        "Fresh process each; *cold*: empty `NUMBA_CACHE_DIR`; *warm*: the cache the cold run filled. "
+        f"Fresh process each; *cold*: empty `NUMBA_CACHE_DIR`; *warm*: the cache the cold run filled; the median "
+        f"of {args.repeats} repeat(s), the versions interleaved. "
         "Seconds of `arboretum._compile.warm_up(family)` (the estimators' `compile_time_`, spent before "
         "the fit's clock starts); for an older revision without `--before-warm-up`, first fit minus second "
         "fit of the same tiny problem (compilation paid inside the fit). CPU seconds in parentheses; "
@@ -158,7 +164,7 @@ def main(argv=None) -> int:
         cells = []
         for v in versions:
             for phase in ("cold", "warm"):
-                cells.append(f"{mean(v, family, phase, 'compile_s'):.2f} ({mean(v, family, phase, 'compile_cpu_s'):.2f})")
+                cells.append(f"{median(v, family, phase, 'compile_s'):.2f} ({median(v, family, phase, 'compile_cpu_s'):.2f})")
         lines.append(f"| {family} | " + " | ".join(cells) + " |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -8,9 +8,10 @@ before its clock starts, and reports the seconds as ``compile_time_`` (0.0 once
 the family is warm in the process).
 
 A family registers a *warmer* with :func:`register`: a function that runs the
-family's kernels on a tiny problem with the argument types of a real fit, so
-that every kernel a fit can call is compiled (``tests/test_compile.py`` checks
-that a real fit after the warm-up compiles nothing), and the dispatchers whose
+family's kernels on a tiny problem with the argument types of a real fit, and
+its predictions (:func:`exercise_predictions`), so that every kernel a fit or a
+prediction can call is compiled (``tests/test_compile.py`` checks that a real fit
+and its predictions after the warm-up compile nothing), and the dispatchers whose
 numba cache tells whether the family was compiled on this machine before
 (:func:`is_cached`, for the CLI's "compiling" note).
 """
