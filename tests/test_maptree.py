@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 from fixtures import FIXTURE_ORACLES, FIXTURES
+from numba import njit
 
 from arboretum import MAPTreeClassifier
 from arboretum._numba import dm_log_lik, pack_rows_mask, unpack
@@ -16,7 +17,15 @@ from arboretum.bayes import ChipmanPrior, log_dirichlet_multinomial, log_posteri
 from arboretum.oracles import BCARTOracle, co_optimal_trees, exact_map
 from arboretum.datasets import load_dataset
 from arboretum.maptree import AndOrSearch
+from arboretum.maptree import _kernels as K
 from arboretum.tree import Tree
+
+
+# Some of the search's inner kernels have no CPython wrapper (``no_cpython_wrapper=True``: they are
+# only called from other kernels, and the wrappers cost compile time); the tests call them through shims.
+@njit
+def _node_columns(words, n, M1, Y, vf, nv):
+    return K._node_columns(words, n, M1, Y, vf, nv)
 
 
 def _fit(X, y, **kw):
@@ -301,7 +310,7 @@ def test_node_columns_compacted_counts(size):
     members = np.zeros(n, dtype=bool)
     members[rng.choice(n, size, replace=False)] = True
     vf = np.flatnonzero(X[members].any(0) & ~X[members].all(0)).astype(np.int32)
-    Mc, planes = K._node_columns(pack_rows_mask(members), size, s.M1, s.Y, vf, vf.size)
+    Mc, planes = _node_columns(pack_rows_mask(members), size, s.M1, s.Y, vf, vf.size)
     assert (Mc.shape[1] < s.M1.shape[1]) == (size < 900)  # compacted only when it pays
     bits = lambda a: np.unpackbits(a.view(np.uint8), bitorder="little").astype(bool)  # noqa: E731
     cols = np.array([bits(r) for r in Mc])
