@@ -4,6 +4,8 @@ holding out whole groups."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -204,6 +206,56 @@ def test_groups_make_early_stopping_hold_out_whole_groups(monkeypatch):
         g = codes[idx]
         if np.unique(g).size > 1:
             assert out.size and set(codes[out]).isdisjoint(set(g[~np.isin(idx, out)]))
+
+
+@pytest.mark.parametrize("early_stopping,with_groups", [(0.3, True), (0.3, False), (None, True)])
+def test_held_out_groups_choose_the_restart(monkeypatch, early_stopping, with_groups):
+    """With ``early_stopping`` and ``groups``, of a node's restarts the one whose cut does best on the
+    held-out groups is kept (here an arbitrary score per restart decides), not the best on the
+    training rows; without groups (or without early stopping) the held-out score is never asked for."""
+    from arboretum.polytope import estimator
+
+    rng = np.random.default_rng(1)
+    seen = []
+
+    def scored(self, committee, fit_rows, held_rows, t):
+        assert held_rows.size and not np.isin(held_rows, fit_rows).any()
+        seen.append((float(rng.random()), committee))
+        return seen[-1][0]
+
+    monkeypatch.setattr(estimator._ConvexPolytopeTreeBase, "_held_out_cost", scored)
+    X, y = ring(600, 0)
+    groups = np.arange(600) // 10 if with_groups else None
+    est = quick(max_depth=1, n_restarts=4, early_stopping=early_stopping, refine=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # groups unused without early stopping
+        m = est.fit(X, y, groups=groups)
+    if early_stopping is None or not with_groups:
+        assert seen == []
+        return
+    assert len(seen) >= 2  # the restarts whose cut lowers the root's impurity
+    kept = min(seen, key=lambda s: s[0])[1]
+    assert np.array_equal(kept["coefs"], m.tree_.polytopes[0]["coefs"])
+
+
+def test_held_out_cost_is_the_impurity_of_the_cut_found_on_the_other_rows():
+    """``_held_out_cost``: the cut comes from the rows trained on; its impurity per row on the held-out
+    rows, +inf when the rows trained on give no cut (too few for two leaves)."""
+    X, y = ring(400, 1)
+    m = quick(max_depth=1, early_stopping=0.25).fit(X, y)
+    committee = m.tree_.polytopes[0]
+    est = quick(max_depth=1)
+    est._E, est._y, est._task, est._n_classes = X, y, "classification", 2
+    fit_rows, held_rows = np.arange(300), np.arange(300, 400)
+    from arboretum.polytope import search
+    from arboretum.tree import polytope_intensity
+
+    cut, _ = est._cut(polytope_intensity(committee, X[fit_rows]), y[fit_rows], 0.0)
+    left = polytope_intensity(committee, X[held_rows]) <= cut
+    want = (search.impurity(y[held_rows][left], "classification", 2)
+            + search.impurity(y[held_rows][~left], "classification", 2)) / 100
+    assert est._held_out_cost(committee, fit_rows, held_rows, 0.0) == pytest.approx(want)
+    assert est._held_out_cost(committee, fit_rows[:1], held_rows, 0.0) == np.inf  # one row: no cut
 
 
 def test_groups_make_the_validation_share_whole_groups():
