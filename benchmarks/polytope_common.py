@@ -15,6 +15,7 @@ Methods (one name each in the result tables):
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import sys
 import time
@@ -207,10 +208,30 @@ class WithValidation:
 
     def __init__(self, est: Any, X_val: np.ndarray, y_val: np.ndarray, groups: np.ndarray | None = None) -> None:
         self.est, self.X_val, self.y_val, self.groups = est, X_val, y_val, groups
+        #: (X, y) of test rows to score every depth's greedy tree on (``by_depth_``), set by :func:`evaluate`.
+        self.test_rows: tuple[np.ndarray, np.ndarray] | None = None
 
     def fit(self, X, y):
-        self.est.fit(X, y, X_val=self.X_val, y_val=self.y_val,
-                     **({} if self.groups is None else {"groups": self.groups}))
+        select = self.est._select
+
+        def scored_depths(nodes, E_val, y_val):  # every depth's greedy tree scored, for :func:`evaluate`
+            from arboretum.polytope.estimator import _truncate
+
+            trees = [_truncate(nodes, d) for d in range(max(nd.depth for nd in nodes) + 1)]
+            score = self.est._val_score
+            self.by_depth_ = {"leaves": [sum(nd.committee is None for nd in t) for t in trees],
+                              "val": [score(t, E_val, y_val) for t in trees]}
+            if self.test_rows is not None:  # scored only: nothing is chosen on them
+                X_test, y_test = self.test_rows
+                self.by_depth_["test"] = [score(t, np.asarray(X_test, np.float64), y_test) for t in trees]
+            return select(nodes, E_val, y_val)
+
+        self.est._select = scored_depths  # an instance attribute: the class's method is left alone
+        try:
+            self.est.fit(X, y, X_val=self.X_val, y_val=self.y_val,
+                         **({} if self.groups is None else {"groups": self.groups}))
+        finally:
+            del self.est._select
         for name in ("classes_", "tree_", "n_facets_", "epoch_history_", "refined_", "best_depth_"):
             setattr(self, name, getattr(self.est, name))
         return self
@@ -305,6 +326,8 @@ def evaluate(make: Callable[[], Any], Xtr, ytr, Xte, yte, binary_auc: bool) -> d
 
     torch.set_num_threads(THREADS)
     est = make()
+    if isinstance(est, WithValidation):
+        est.test_rows = (Xte, yte)
     t0, c0 = time.perf_counter(), time.process_time()
     est.fit(Xtr, ytr)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -321,6 +344,8 @@ def evaluate(make: Callable[[], Any], Xtr, ytr, Xte, yte, binary_auc: bool) -> d
         row["refined"] = bool(est.refined_)
     if hasattr(est, "best_depth_"):
         row["selected_depth"] = int(est.best_depth_)
+    if hasattr(est, "by_depth_"):
+        row["by_depth"] = json.dumps(est.by_depth_)
     return row
 
 

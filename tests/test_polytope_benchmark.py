@@ -1,0 +1,63 @@
+"""benchmarks/polytope_real.py's comparison of CPT with CPT(K=1) at no more leaves (no fit, no torch)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import polytope_real  # noqa: E402
+
+
+def _row(method, seed, auc, leaves, by_depth=None):
+    return {"method": method, "seed": seed, "auc": auc, "leaves": leaves,
+            "by_depth": json.dumps(by_depth) if by_depth is not None else np.nan}
+
+
+def _table(lines):
+    rows = [line for line in lines if line.startswith("| CPT")]
+    return {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in rows}
+
+
+def test_cpt_is_chosen_on_validation_among_trees_with_no_more_leaves():
+    df = pd.DataFrame([
+        # seed 0: CPT chose 8 leaves, K=1 has 4: the best validation tree with <= 4 leaves is depth 2
+        _row("CPT x", 0, 0.90, 8, {"leaves": [1, 2, 4, 8], "val": [0.5, 0.70, 0.75, 0.80],
+                                   "test": [0.5, 0.60, 0.81, 0.90]}),
+        _row("CPT(K=1) x", 0, 0.70, 4),
+        # seed 1: CPT chose 2 leaves, no more than K=1's 5: its own choice stands
+        _row("CPT x", 1, 0.66, 2, {"leaves": [1, 2, 4, 7], "val": [0.5, 0.7, 0.6, 0.9],
+                                   "test": [0.5, 0.66, 0.7, 0.99]}),
+        _row("CPT(K=1) x", 1, 0.72, 5),
+        # seed 2: a validation tie between depths 1 and 2: the shallower wins
+        _row("CPT x", 2, 0.80, 8, {"leaves": [1, 2, 4, 8], "val": [0.5, 0.7, 0.7, 0.9],
+                                   "test": [0.5, 0.71, 0.75, 0.80]}),
+        _row("CPT(K=1) x", 2, 0.60, 4),
+        # seed 3: no by-depth record (an older row): left out
+        _row("CPT x", 3, 0.99, 9),
+        _row("CPT(K=1) x", 3, 0.50, 4),
+        # a CPT method without its K=1 partner gives no row
+        _row("CPT y", 0, 0.9, 3, {"leaves": [1, 2, 3], "val": [0.5, 0.6, 0.7], "test": [0.5, 0.6, 0.9]}),
+    ])
+    table = _table(polytope_real._no_more_leaves(df, "auc"))
+    assert set(table) == {"CPT x"}
+    ours, our_leaves, theirs, their_leaves, wins = table["CPT x"]
+    expected = [0.81, 0.66, 0.71]
+    se = np.std(expected, ddof=1) / np.sqrt(3)
+    assert ours == f"{np.mean(expected):.4f} ± {se:.4f}"
+    assert float(our_leaves) == pytest.approx(np.mean([4, 2, 2]), abs=0.05)
+    assert theirs.startswith(f"{np.mean([0.70, 0.72, 0.60]):.4f}")
+    assert float(their_leaves) == pytest.approx(np.mean([4, 5, 4]), abs=0.05)
+    assert wins == "2/3"
+
+
+def test_no_table_without_by_depth_records():
+    df = pd.DataFrame([{"method": "CPT", "seed": 0, "auc": 0.9, "leaves": 4},
+                       {"method": "CPT(K=1)", "seed": 0, "auc": 0.8, "leaves": 4}])
+    assert polytope_real._no_more_leaves(df, "auc") == []
