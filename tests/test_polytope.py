@@ -533,11 +533,36 @@ def test_export_text_lists_facets(ring_fit):
     clf, _, _ = ring_fit
     text = clf.export_text()
     k = int(clf.n_facets_[0])
-    assert f"[inside a polytope: {k} facets, " in text
+    assert f"[approximately: a polytope of {k} facets, " in text
+    agreement = 100 * clf.tree_.polytopes[0]["agreement"][0]
+    assert f"the polytope agrees with the exact rule on {agreement:.1f}% of the node's training rows]" in text
     first = text.splitlines()[0]
     assert first.startswith("|--- x") and ("<=" in first or ">=" in first)
-    assert "outside the polytope above" in text
+    t = clf.tree_.threshold[0]
+    assert f"otherwise (sum_k r_k softplus(A_k.x + b_k) > {float(t):.3f}".rstrip("0") in text
     assert text.count(" and ") >= k - 1
+
+
+def test_printed_polytope_holds_the_left_rows_and_says_how_well_it_agrees(ring_fit):
+    """Every node's printed facets hold each of its training rows that the exact rule sends left, and
+    ``agreement`` is the share of its training rows that the polytope routes as the rule does."""
+    clf, X, _ = ring_fit
+    tree = clf.tree_
+    reach = {0: X}
+    for i in sorted(tree.polytopes):  # parents before children
+        rows = reach[i]
+        p = tree.polytopes[i]
+        left = polytope_intensity(p, rows) <= tree.threshold[i]
+        reach[int(tree.children_left[i])], reach[int(tree.children_right[i])] = rows[left], rows[~left]
+        A, c = polytope_facets(p, tree.threshold[i])
+        inside = np.all(rows @ A.T <= c, axis=1)
+        assert inside[left].all()
+        assert p["agreement"][0] == pytest.approx(np.mean(inside == left))
+        assert p["agreement"][0] >= 0.85
+        keep = p["facet"] == 1
+        r = p["r"][keep][np.argsort(-p["r"][keep], kind="stable")]
+        theorem = np.log(np.expm1(tree.threshold[i] / r)) - p["bias"][keep][np.argsort(-p["r"][keep], kind="stable")]
+        assert np.all(c <= theorem + 1e-9)  # never looser than Theorem 1's on the rows it holds
 
 
 def test_polytope_text_on_named_features():
@@ -549,7 +574,10 @@ def test_polytope_text_on_named_features():
     tree = b.build()
     left_text, right_text = tree.split_text(0)
     assert left_text.splitlines()[0] == "age - 0.25*income <= 0"
-    assert "height >= " in left_text and "2 facets, 2 experts" in left_text
+    assert "height >= " in left_text and "a polytope of 2 facets, 2 experts" in left_text
+    # built by hand, without the fit's offsets: Theorem 1's polytope, which holds the exact region
+    assert "the polytope contains the exact rule's region (Theorem 1)]" in left_text
+    assert right_text == "otherwise (sum_k r_k softplus(A_k.x + b_k) > 0.693)"
     again = Tree.from_json(tree.to_json())
     assert again.structurally_equal(tree) and again.export_text() == tree.export_text()
     X = np.random.default_rng(0).normal(size=(50, 3))
@@ -558,6 +586,32 @@ def test_polytope_text_on_named_features():
     bad["polytopes"]["0"]["r"] = [1.0, -1.0]
     with pytest.raises(ModelFormatError, match="positive weights"):
         Tree.from_dict(bad)
+    for extra, match in [({"offset": [0.0, 1.0]}, "both offset and agreement"),
+                         ({"offset": [0.0, 1.0], "agreement": [1.5]}, "agreement in"),
+                         ({"offset": [0.0], "agreement": [0.5]}, "offset of length K")]:
+        bad = json.loads(tree.to_json())
+        bad["polytopes"]["0"].update(extra)
+        with pytest.raises(ModelFormatError, match=match):
+            Tree.from_dict(bad)
+
+
+def test_polytope_text_counts_the_terms_it_leaves_out():
+    names = [f"bit{j}" for j in range(20)]
+    b = TreeBuilder(20, classes=[0, 1], feature_names=names)
+    root = b.add_node([5, 5], [0.5, 0.5], 0)
+    left, right = b.add_node([5, 0], [1, 0], 1), b.add_node([0, 5], [0, 1], 1)
+    coefs = [np.linspace(1.0, 0.05, 20)]
+    poly = {"r": [1.0], "bias": [0.0], "coefs": coefs, "facet": [1.0], "offset": [2.5], "agreement": [0.875]}
+    b.set_split(root, POLYTOPE, None, 1.0, left, right, polytope=poly)
+    tree = b.build()
+    first, *rest = tree.split_text(0)[0].splitlines()
+    terms = first.rsplit(" <= ", 1)[0]
+    assert terms.startswith("bit0 + 0.95*bit1 + ") and terms.count("*bit") == 7
+    assert terms.endswith("+ 0.65*bit7 + 12 smaller terms (|coefficient| <= 0.6)")
+    assert first.endswith("<= 2.5")
+    assert "agrees with the exact rule on 87.5% of the node's training rows" in rest[-1]
+    again = Tree.from_json(tree.to_json())
+    assert again.structurally_equal(tree) and again.export_text() == tree.export_text()
 
 
 def test_save_load_round_trip(ring_fit, tmp_path):
@@ -630,3 +684,20 @@ def test_prior_shrinks_the_committees_on_the_ring():
         fewer += active[0] <= active[1]
         smaller += np.median(np.abs(a["coefs"])) < np.median(np.abs(b["coefs"]))
     assert fewer >= 2 and smaller >= 2
+
+
+def test_min_samples_split_and_leaf_bound_the_greedy_tree():
+    """No node with fewer than ``min_samples_split`` training rows is split, and every greedy cut
+    leaves at least ``min_samples_leaf`` rows on each side."""
+    X, y = ring(300, 9)
+    assert quick(max_depth=2, refine=False, min_samples_split=301).fit(X, y).tree_.n_leaves == 1
+    for split, leaf in [(120, 1), (10, 40)]:
+        tree = quick(max_depth=3, refine=False, min_samples_split=split, min_samples_leaf=leaf).fit(X, y).tree_
+        assert tree.n_leaves > 1
+        reach = {0: np.arange(len(X))}
+        for i in sorted(tree.polytopes):  # parents before children
+            rows = reach[i]
+            assert rows.size >= split
+            left = polytope_intensity(tree.polytopes[i], X[rows]) <= tree.threshold[i]
+            assert left.sum() >= leaf and (~left).sum() >= leaf
+            reach[int(tree.children_left[i])], reach[int(tree.children_right[i])] = rows[left], rows[~left]

@@ -16,7 +16,9 @@ kind           test (sample goes left when true)
                ``j <= k``: see :func:`quadratic_features`)
 ``POLYTOPE``   ``sum_k r_k softplus(A_k . x + b_k) <= threshold[i]`` (inside a
                convex polytope; ``polytopes[i]`` holds ``r``, ``bias``,
-               ``coefs`` = A and the ``facet`` flags; ``feature[i] == -1``)
+               ``coefs`` = A, the ``facet`` flags and, from a fit, the
+               printed polytope's ``offset`` and ``agreement``;
+               ``feature[i] == -1``)
 ``CONJUNCTION`` every condition ``x[f] in codes`` of ``conjunctions[i]`` holds
                (``feature[i] == -1``; a rule of a rule list)
 =============  ===========================================================
@@ -337,11 +339,12 @@ def _as_float_vector(values: Any, what: str) -> np.ndarray:
 # prediction, printing and JSON need no torch
 # ---------------------------------------------------------------------------
 
-_POLYTOPE_FIELDS = ("r", "bias", "coefs", "facet")
+_POLYTOPE_FIELDS = ("r", "bias", "coefs", "facet", "offset", "agreement")
 
 
 def _as_polytope(p: Mapping[str, Any], n_features: int, node: int) -> dict[str, np.ndarray]:
-    """Validate one node's committee: ``r`` (K > 0), ``bias`` (K), ``coefs`` (K x n_features), ``facet`` (K)."""
+    """Validate one node's committee: ``r`` (K > 0), ``bias`` (K), ``coefs`` (K x n_features), ``facet`` (K),
+    and optionally the printed polytope's ``offset`` (K) and ``agreement`` (1), see :func:`polytope_facets`."""
     if not isinstance(p, Mapping) or not {"r", "bias", "coefs"} <= set(p):
         raise ValueError(f"polytopes[{node}] must be a mapping with r, bias and coefs")
     r = np.atleast_1d(np.asarray(p["r"], dtype=np.float64)).copy()
@@ -357,7 +360,17 @@ def _as_polytope(p: Mapping[str, Any], n_features: int, node: int) -> dict[str, 
         raise ValueError(f"polytopes[{node}] must hold finite numbers and positive weights r")
     if not np.all((facet == 0) | (facet == 1)):
         raise ValueError(f"polytopes[{node}]['facet'] must hold 0/1 flags")
-    return {"r": r, "bias": bias, "coefs": coefs, "facet": facet}
+    out = {"r": r, "bias": bias, "coefs": coefs, "facet": facet}
+    if ("offset" in p) != ("agreement" in p):
+        raise ValueError(f"polytopes[{node}] needs both offset and agreement, or neither")
+    if "offset" in p:
+        offset = np.atleast_1d(np.asarray(p["offset"], dtype=np.float64)).copy()
+        agreement = np.atleast_1d(np.asarray(p["agreement"], dtype=np.float64)).copy()
+        if offset.shape != (k,) or not np.all(np.isfinite(offset)) or agreement.shape != (1,) \
+                or not 0.0 <= agreement[0] <= 1.0:
+            raise ValueError(f"polytopes[{node}] needs a finite offset of length K and one agreement in [0, 1]")
+        out.update(offset=offset, agreement=agreement)
+    return out
 
 
 def _decode_polytope(v: Any) -> dict[str, np.ndarray]:
@@ -373,13 +386,20 @@ def polytope_intensity(p: Mapping[str, np.ndarray], X: np.ndarray) -> np.ndarray
 
 
 def polytope_facets(p: Mapping[str, np.ndarray], t: float) -> tuple[np.ndarray, np.ndarray]:
-    """The facets ``A_k . x <= c_k`` of the polytope that contains ``{lambda <= t}`` (Theorem 1).
+    """The facets ``A_k . x <= c_k`` of the flagged experts, sorted by decreasing ``r_k``: an
+    approximate, readable form of the rule ``lambda(x) <= t`` (spec §3.9).
 
-    Returns ``(A, c)`` of the flagged experts, ``c_k = ln(exp(t / r_k) - 1) - b_k`` (``-inf`` when
-    ``t <= 0``: the region is empty), sorted by decreasing ``r_k``.
+    With the fit's ``offset`` (:func:`arboretum.polytope.search.printed_polytope`), ``c_k`` is the
+    largest ``A_k . x`` of the node's training rows that go left: the smallest such polytope holding
+    them all, which routes the share ``agreement`` of the node's training rows as the exact rule
+    does.  Without it (a tree built by hand), Theorem 1's polytope, which contains
+    ``{lambda <= t}`` but can lie far outside it: ``c_k = ln(exp(t / r_k) - 1) - b_k`` (``-inf``
+    when ``t <= 0``: the region is empty).
     """
     keep = np.flatnonzero(p["facet"] == 1)
     keep = keep[np.argsort(-p["r"][keep], kind="stable")]
+    if "offset" in p:
+        return p["coefs"][keep], p["offset"][keep]
     u = t / p["r"][keep]
     with np.errstate(divide="ignore", invalid="ignore"):
         offset = np.where(u > 30, u + np.log1p(-np.exp(-np.minimum(u, 700))), np.log(np.expm1(np.maximum(u, 0))))
@@ -387,13 +407,20 @@ def polytope_facets(p: Mapping[str, np.ndarray], t: float) -> tuple[np.ndarray, 
     return p["coefs"][keep], offset - p["bias"][keep]
 
 
+#: At most this many terms are written per facet in ``export_text`` (the largest first); the rest are
+#: counted ("+ 1,024 smaller terms (|coefficient| <= 0.05)"), so that 2,048 fingerprint bits stay readable.
+POLYTOPE_MAX_TERMS = 8
+
+
 def polytope_texts(p: Mapping[str, np.ndarray], t: float, names: Sequence[str], decimals: int = 3) -> tuple[str, str]:
     """(left, right) texts of a POLYTOPE split: the active facets as inequalities, one per line.
 
-    Each facet is scaled so that its largest coefficient is 1 and written with that feature first
-    (``age - 0.25*visits <= 1.3``, ``>=`` when the scale is negative); coefficients under
-    ``10**-decimals`` of the largest are dropped.  The exact rule (``lambda(x) <= t``) is a smooth
-    inner approximation of this polytope.
+    Each facet (:func:`polytope_facets`) is scaled so that its largest coefficient is 1 and written
+    with that feature first (``age - 0.25*visits <= 1.3``, ``>=`` when the scale is negative);
+    coefficients under ``10**-decimals`` of the largest are dropped, and beyond
+    :data:`POLYTOPE_MAX_TERMS` terms the smaller ones are only counted.  The polytope is approximate:
+    the last line gives the exact rule ``lambda(x) <= t`` and, for a fitted tree, the share of the
+    node's training rows that the polytope routes as the rule does.
     """
     A, c = polytope_facets(p, t)
     lines = []
@@ -406,14 +433,21 @@ def polytope_texts(p: Mapping[str, np.ndarray], t: float, names: Sequence[str], 
         b = np.round(a / scale, decimals)
         order = [j0] + [j for j in np.argsort(-np.abs(b), kind="stable") if j != j0 and b[j] != 0]
         text = names[j0]
-        for j in order[1:]:
+        for j in order[1:POLYTOPE_MAX_TERMS]:
             text += f" {'-' if b[j] < 0 else '+'} {_fmt_num(abs(b[j]), decimals)}*{names[j]}"
+        if len(order) > POLYTOPE_MAX_TERMS:
+            rest = len(order) - POLYTOPE_MAX_TERMS
+            text += (f" + {rest:,} smaller term{'s' * (rest != 1)} (|coefficient| <= "
+                     f"{_fmt_num(abs(b[order[POLYTOPE_MAX_TERMS]]), decimals)})")
         rel = "<=" if scale > 0 else ">="
         lines.append(f"{text} {rel} {_fmt_num(off / scale, decimals)}")
     k, n_experts = len(lines), p["r"].shape[0]
     head = "\n  and ".join(lines)
-    left = f"{head}\n  [inside a polytope: {k} facet{'s' * (k != 1)}, {n_experts} expert{'s' * (n_experts != 1)}]"
-    return left, "outside the polytope above"
+    how = (f"agrees with the exact rule on {100 * float(p['agreement'][0]):.1f}% of the node's training rows"
+           if "agreement" in p else "contains the exact rule's region (Theorem 1)")
+    left = (f"{head}\n  [approximately: a polytope of {k} facet{'s' * (k != 1)}, {n_experts} expert{'s' * (n_experts != 1)}; "
+            f"exact rule sum_k r_k softplus(A_k.x + b_k) <= {_fmt_num(t, decimals)}; the polytope {how}]")
+    return left, f"otherwise (sum_k r_k softplus(A_k.x + b_k) > {_fmt_num(t, decimals)})"
 
 
 # ---------------------------------------------------------------------------
@@ -1441,8 +1475,8 @@ class Tree:
                 return False
             if kind in (HYPERPLANE, QUADRATIC) and not np.array_equal(self.coefs[i], other.coefs[j]):
                 return False
-            if kind == POLYTOPE and not all(np.array_equal(self.polytopes[i][k], other.polytopes[j][k])
-                                            for k in _POLYTOPE_FIELDS):
+            if kind == POLYTOPE and (set(self.polytopes[i]) != set(other.polytopes[j]) or not all(
+                    np.array_equal(v, other.polytopes[j][k]) for k, v in self.polytopes[i].items())):
                 return False
             if kind == CONJUNCTION and not _same_conjunction(self.conjunctions[i], other.conjunctions[j]):
                 return False

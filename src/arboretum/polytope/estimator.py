@@ -580,6 +580,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                 continue
             _, cost, u, cut, mask, committee, rho_u = best
             committee["facet"] = search.effective_facets(committee, E, cut)
+            committee.update(search.printed_polytope(committee, E, cut))
             nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B[f, u], rho_u, mask, cut, float(tau[f, u]), committee
             nd.gain = parent - (cost * nd.idx.size if self._task == "classification" else cost)
         return done
@@ -704,6 +705,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             out[new.left].idx, out[new.right].idx = new.idx[goes_left], new.idx[~goes_left]
             new.committee["facet"] = search.effective_facets(new.committee, E, new.t) if E.shape[0] else \
                 np.ones_like(new.committee["r"])
+            new.committee.update(search.printed_polytope(new.committee, E, new.t))
         return out
 
     # -- the fitted tree ---------------------------------------------------------------------

@@ -122,6 +122,27 @@ def prune_mask(rho: np.ndarray, mask: np.ndarray, rel: float = 1e-3) -> np.ndarr
     return (r >= rel * r.max()).astype(np.float64) if r.max() > 0 else np.asarray(mask, dtype=np.float64)
 
 
+def printed_polytope(committee: dict, X: np.ndarray, t: float) -> dict:
+    """The approximate polytope that ``export_text`` prints for a ``POLYTOPE`` split (spec §3.9).
+
+    The exact rule ``lambda(x) <= t`` has a smooth boundary.  Theorem 1's polytope (offsets
+    ``ln(e^{t / r_k} - 1) - b_k``) contains it but can lie far outside it when many experts share the
+    boundary.  Here each expert's offset is instead the largest ``A_k . x`` over the rows of ``X``
+    that go left: the smallest polytope with the facets' directions that holds every one of them.
+    Returns ``offset`` (one per expert) and ``agreement``, the share of the rows of ``X`` that the
+    polytope of the flagged facets (``committee["facet"]``) routes as the exact rule does; an empty
+    dict when no row goes left (the text then falls back on Theorem 1).
+    """
+    proj = X @ committee["coefs"].T
+    left = np.logaddexp(0.0, proj + committee["bias"]) @ committee["r"] <= t
+    if not left.any():
+        return {}
+    offset = proj[left].max(0)
+    flagged = committee["facet"] == 1
+    inside = np.all(proj[:, flagged] <= offset[flagged], axis=1)
+    return {"offset": offset, "agreement": np.array([float(np.mean(inside == left))])}
+
+
 def effective_facets(committee: dict, X: np.ndarray, t: float, band: float = 0.1, share: float = 0.01) -> np.ndarray:
     """0/1 flags of the experts that shape the boundary ``lambda = t`` (spec §3.9).
 
