@@ -384,7 +384,9 @@ def header(title: str, command: str, notes: list[str], gpu: str | None = None) -
             f"{' '.join(load)}: timings are noisy, compare within a run); python {meta['python']}, "
             f"numpy {meta['numpy']}, scikit-learn {meta['scikit-learn']}, torch {torch.__version__}, "
             f"arboretum git {meta['git']}. "
-            + (gpu or "This run used the CPU only; GPU timings: polytope_gpu.md."),
+            + (gpu or ("This run used the CPU only; GPU timings: polytope_gpu.md."
+                       if (RESULTS / "polytope_gpu.md").exists() else
+                       "This run used the CPU only; no GPU was lent to this task, so no GPU timings exist.")),
             "", *notes, ""]
 
 
