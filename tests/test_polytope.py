@@ -701,3 +701,32 @@ def test_min_samples_split_and_leaf_bound_the_greedy_tree():
             left = polytope_intensity(tree.polytopes[i], X[rows]) <= tree.threshold[i]
             assert left.sum() >= leaf and (~left).sum() >= leaf
             reach[int(tree.children_left[i])], reach[int(tree.children_right[i])] = rows[left], rows[~left]
+
+
+def test_refinement_starts_from_the_greedy_partition(monkeypatch):
+    """Spec §5.3 #21: the float32 soft tree that refinement starts from routes every training row,
+    by its hard rule ``lambda > t``, to the leaf that the greedy tree (float64) sends it to."""
+    X, y = ring(400, 10)
+    greedy = quick(max_depth=2, refine=False).fit(X, y)
+    seen = {}
+    train = model.train
+
+    def spy(p, Xt, target, s, *args, **kwargs):
+        if p.right is not None and "start" not in seen:  # the refinement's call: a whole tree
+            with torch.no_grad():
+                goes_right = model.intensity(Xt, p.B, p.rho, p.mask)[:, 0, :] > p.t[0]  # (n, M)
+                on_path = ((goes_right.double() @ p.right.double()) + ((~goes_right).double() @ p.left.double())
+                           == (p.right + p.left).sum(0).double())
+            seen["start"] = on_path.cpu().numpy()
+        return train(p, Xt, target, s, *args, **kwargs)
+
+    monkeypatch.setattr(model, "train", spy)
+    quick(max_depth=2).fit(X, y)
+    start = seen["start"]
+    assert (start.sum(1) == 1).all()  # every row on exactly one leaf's path
+    leaf_of_row = start.argmax(1)
+    greedy_leaf = greedy.apply(X)
+    assert greedy.tree_.n_leaves == start.shape[1]
+    for leaf in np.unique(leaf_of_row):  # the two partitions are the same
+        assert np.unique(greedy_leaf[leaf_of_row == leaf]).size == 1
+    assert np.unique(leaf_of_row).size == np.unique(greedy_leaf).size
