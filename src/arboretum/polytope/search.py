@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..tree import polytope_intensity
+
 __all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask", "reference_as_paper",
            "paper_as_reference"]
 
@@ -133,10 +135,10 @@ def printed_polytope(committee: dict, X: np.ndarray, t: float) -> dict:
     polytope of the flagged facets (``committee["facet"]``) routes as the exact rule does; an empty
     dict when no row goes left (the text then falls back on Theorem 1).
     """
-    proj = X @ committee["coefs"].T
-    left = np.logaddexp(0.0, proj + committee["bias"]) @ committee["r"] <= t
+    left = polytope_intensity(committee, X) <= t  # the split's own rule, as the tree routes
     if not left.any():
         return {}
+    proj = X @ committee["coefs"].T
     offset = proj[left].max(0)
     flagged = committee["facet"] == 1
     inside = np.all(proj[:, flagged] <= offset[flagged], axis=1)
