@@ -32,31 +32,17 @@ def run(seed: int) -> dict:
     import polytope_common as C
     from sklearn.metrics import roc_auc_score
 
-    from arboretum.polytope import estimator as est_mod
-
     Xtr, ytr, Xva, yva, Xte, yte = C.molecules("hiv", with_valid=True)
     groups = C.molecule_train_groups("hiv")
-    out: dict = {}
-    select = est_mod.ConvexPolytopeTreeClassifier._select
-
-    def scored(self, nodes, E_val, y_val):
-        depths = range(max(nd.depth for nd in nodes) + 1)
-        trees = [est_mod._truncate(nodes, d) for d in depths]
-        out["val"] = [self._val_score(t, E_val, y_val) for t in trees]
-        out["test"] = [self._val_score(t, Xte.astype(np.float64), yte) for t in trees]
-        out["leaves"] = [sum(nd.committee is None for nd in t) for t in trees]
-        return select(self, nodes, E_val, y_val)
-
-    est_mod.ConvexPolytopeTreeClassifier._select = scored
+    m = C.WithValidation(C.cpt(5, seed, use_prior=False, scaling="global", init="linear", early_stopping=0.2),
+                         Xva, yva, groups)
+    m.test_rows = (Xte, yte)  # every depth's tree scored on them (``by_depth_``); nothing chosen on them
     t = time.perf_counter()
-    m = est_mod.ConvexPolytopeTreeClassifier(max_depth=5, random_state=seed, time_limit=None, use_prior=False,
-                                             scaling="global", init="linear", early_stopping=0.2)
-    m.fit(Xtr, ytr, X_val=Xva, y_val=yva, groups=groups)
+    m.fit(Xtr, ytr)
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    out.update(seed=seed, chosen=int(m.best_depth_), refined=bool(m.refined_),
-               test_auc=float(roc_auc_score(yte, m.predict_proba(Xte)[:, 1])), fit_s=time.perf_counter() - t,
-               git=rev.strip())
-    return out
+    return {**m.by_depth_, "seed": seed, "chosen": int(m.best_depth_), "refined": bool(m.refined_),
+            "test_auc": float(roc_auc_score(yte, m.predict_proba(Xte)[:, 1])), "fit_s": time.perf_counter() - t,
+            "git": rev.strip()}
 
 
 def summary() -> None:
