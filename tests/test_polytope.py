@@ -543,17 +543,24 @@ def test_export_text_lists_facets(ring_fit):
     assert text.count(" and ") >= k - 1
 
 
+def _split_rows(tree, X):
+    """The rows of ``X`` (indices) that reach each POLYTOPE split of ``tree``, by the tree's own routing."""
+    reach = {0: np.arange(len(X))}
+    for i in sorted(tree.polytopes):  # parents before children
+        rows = reach[i]
+        left = polytope_intensity(tree.polytopes[i], X[rows]) <= tree.threshold[i]
+        reach[int(tree.children_left[i])], reach[int(tree.children_right[i])] = rows[left], rows[~left]
+    return {i: reach[i] for i in sorted(tree.polytopes)}
+
+
 def test_printed_polytope_holds_the_left_rows_and_says_how_well_it_agrees(ring_fit):
     """Every node's printed facets hold each of its training rows that the exact rule sends left, and
     ``agreement`` is the share of its training rows that the polytope routes as the rule does."""
     clf, X, _ = ring_fit
     tree = clf.tree_
-    reach = {0: X}
-    for i in sorted(tree.polytopes):  # parents before children
-        rows = reach[i]
-        p = tree.polytopes[i]
+    for i, at in _split_rows(tree, X).items():
+        rows, p = X[at], tree.polytopes[i]
         left = polytope_intensity(p, rows) <= tree.threshold[i]
-        reach[int(tree.children_left[i])], reach[int(tree.children_right[i])] = rows[left], rows[~left]
         A, c = polytope_facets(p, tree.threshold[i])
         inside = np.all(rows @ A.T <= c, axis=1)
         assert inside[left].all()
@@ -694,13 +701,10 @@ def test_min_samples_split_and_leaf_bound_the_greedy_tree():
     for split, leaf in [(120, 1), (10, 40)]:
         tree = quick(max_depth=3, refine=False, min_samples_split=split, min_samples_leaf=leaf).fit(X, y).tree_
         assert tree.n_leaves > 1
-        reach = {0: np.arange(len(X))}
-        for i in sorted(tree.polytopes):  # parents before children
-            rows = reach[i]
+        for i, rows in _split_rows(tree, X).items():
             assert rows.size >= split
             left = polytope_intensity(tree.polytopes[i], X[rows]) <= tree.threshold[i]
             assert left.sum() >= leaf and (~left).sum() >= leaf
-            reach[int(tree.children_left[i])], reach[int(tree.children_right[i])] = rows[left], rows[~left]
 
 
 def test_refinement_starts_from_the_greedy_partition(monkeypatch):
