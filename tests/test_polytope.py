@@ -435,6 +435,24 @@ def test_annealing_and_refinement_history():
     assert refine[-3:].mean() <= refine[0] + 0.02  # refinement does not hurt the soft objective
 
 
+def test_annealing_sharpens_the_gates_on_the_training_rows():
+    """spec §5.3 #22, second half: along the fit's annealing schedule (tau of every epoch), the
+    fitted root's soft gates ``sigmoid(tau (lambda - t))`` on the training rows get crisper: the
+    mean |g - round(g)| shrinks from the first epoch's tau to the last."""
+    from scipy.special import expit
+
+    X, y = ring(300, 7)
+    clf = quick(max_depth=1, steepness_inc=0.2, refine=False).fit(X, y)
+    h = clf.epoch_history_
+    taus = np.array([tau for phase, tau in zip(h["phase"], h["tau"]) if phase == "grow"])
+    assert taus.size == 15 and np.all(np.diff(taus) > 0)
+    z = polytope_intensity(clf.tree_.polytopes[0], X) - clf.tree_.threshold[0]
+    assert np.mean(np.abs(z) > 1e-3) > 0.9  # the rows are not piled on the boundary
+    blur = np.array([np.mean(np.abs(g - np.round(g))) for g in (expit(tau * z) for tau in taus)])
+    assert np.all(np.diff(blur) <= 1e-12)
+    assert blur[-1] < 0.8 * blur[0]
+
+
 def test_prior_switch_and_pruned_experts():
     X, y = ring(300, 8)
     with_prior = quick(max_depth=1, epochs=30).fit(X, y)
