@@ -15,21 +15,7 @@ its inclusive seconds, and its argument types.  The rest of the warm-up is numba
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
-
-#: The module that registers each family's warmer.
-MODULES = {
-    "maptree-classification": "arboretum.maptree.estimator",
-    "maptree-regression": "arboretum.maptree.estimator",
-    "pcfg": "arboretum.pcfg.estimator",
-    "smc": "arboretum.samplers.smc",
-    "mcmc": "arboretum.samplers.mcmc",
-    "optimal-axis": "arboretum.optimal.estimator",
-    "optimal": "arboretum.optimal.estimator",
-    "density": "arboretum.density._warm",
-}
-
 
 def profile(family: str, top: int) -> None:
     from numba.core import event
@@ -51,7 +37,6 @@ def profile(family: str, top: int) -> None:
 
     from arboretum import _compile
 
-    importlib.import_module(MODULES[family])
     with event.install_listener("numba:compile", Compiles()), event.install_recorder("numba:llvm_lock") as llvm:
         t0 = time.perf_counter()
         _compile.warm_up(family)
@@ -71,8 +56,10 @@ def profile(family: str, top: int) -> None:
 
 
 def main() -> None:
+    from arboretum import _compile  # importing arboretum registers every family
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("family", choices=sorted(MODULES))
+    ap.add_argument("family", choices=_compile.families())
     ap.add_argument("--top", type=int, default=25, help="functions listed (default 25)")
     args = ap.parse_args()
     profile(args.family, args.top)

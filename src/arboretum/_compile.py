@@ -109,7 +109,9 @@ def warm_up(family: str) -> float:
             warmer()
             # A cold compile leaves millions of numba's objects behind; collect them now, so that
             # the fit's clock does not pay for a full garbage collection of them (measured: a
-            # PCFG fit at time_limit=0.5 after cold compiles fell back to a single leaf).
+            # PCFG fit at time_limit=0.5 after cold compiles fell back to a single leaf).  It runs
+            # after a cache load too (about 0.07 s): collecting only after warm-ups that compiled
+            # (counted by a ``numba:compile`` listener) left that test failing in 2 of 3 cold runs.
             gc.collect()
         finally:
             _RUNNING.discard(family)
