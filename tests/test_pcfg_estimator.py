@@ -315,6 +315,30 @@ def test_memory_and_time_limits_fall_back():
     np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
 
 
+def test_an_overrun_first_grammar_still_leaves_a_coarser_grammar_than_a_leaf(monkeypatch):
+    # The first touch of freshly allocated memory took 0.65 s on a CI machine, inside one growth of
+    # the first grammar's arrays, between two looks at the clock: no time was left, and the fit
+    # used to fall back to a single leaf.  Tiny coarser grammars are now fitted without the clock.
+    from arboretum.pcfg import store
+
+    X, y = load_dataset("iris", return_X_y=True)
+    grow = store._Arrays.grow
+    calls = []
+
+    def slow_first_growth(self, *args):
+        if not calls:
+            time.sleep(0.6)
+        calls.append(args)
+        grow(self, *args)
+
+    monkeypatch.setattr(store._Arrays, "grow", slow_first_growth)
+    with pytest.warns(LimitWarning, match="time_limit=0.2: fitted the exact posterior of a coarser"):
+        clf = PCFGTreeClassifier(time_limit=0.2, binarizer=Binarizer(strategy="all")).fit(X, y)
+    assert calls and clf.stop_reason_ == "time_limit" and not clf.optimal_
+    assert sum(len(g) for g in clf.binarizer_.groups_) > 0 and clf.n_nodes_ > 1
+    assert clf.score(X, y) > 0.9
+
+
 def test_preflight_refuses_hopeless_problems_quickly():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 8))

@@ -38,6 +38,12 @@ FIRST_GRAMMAR_SHARE = 0.5
 #: Share of ``time_limit`` by which a coarser grammar must be built: its inside tables and the
 #: fitted summaries take up to about a fifth of that time again.
 BUILD_SHARE = 0.9
+#: A coarser grammar whose whole node store provably fits in this many bytes (its upper bound
+#: times the bytes per node) is built without looking at the clock, like the single leaf: it
+#: takes milliseconds, so a limit is never answered with a leaf only because the first grammar's
+#: last step overran (the first touch of freshly allocated memory can take tenths of a second
+#: on a virtual machine, between two looks at the clock).
+ALWAYS_FIT_BYTES = 4 * 2**20
 
 __all__ = ["PCFGTreeClassifier"]
 
@@ -388,17 +394,18 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
             for candidate in [binarizer._subset([])] + ladder[::-1]:
                 c_codes, c_n_codes = _grammar_codes(candidate, E)
                 c_pre = preflight(c_codes, len(classes), dedupe=not chipman, n_codes=c_n_codes)
-                # The single leaf is always fitted, without limits.
-                limited = fitted is not None
+                # The single leaf, and grammars too small to matter, are fitted without the clock;
+                # only the leaf also without the memory limit.
+                timed = fitted is not None and c_pre.bound * c_pre.bytes_per_node > ALWAYS_FIT_BYTES
+                if timed and clock.expired():
+                    break
                 try:
                     built = self._build(c_codes, c_n_codes, y_enc, len(classes), rho, prior, candidate, c_pre,
-                                        memory if limited else None,
-                                        clock.share_end(BUILD_SHARE) if limited else None)
+                                        memory if fitted is not None else None,
+                                        clock.share_end(BUILD_SHARE) if timed else None)
                 except GrammarLimitReached:
                     break
                 fitted = (candidate, c_codes, c_n_codes, c_pre, built)
-                if clock.expired():
-                    break
             binarizer, codes, n_codes, pre, (store, grammar) = fitted
             if self.verbose:
                 print(f"[{name}] fitted a grammar on {sum(len(g) for g in binarizer.groups_)} thresholds",
