@@ -304,6 +304,25 @@ def test_max_nodes_falls_back_to_a_coarser_exact_grammar():
     assert PCFGTreeClassifier(max_nodes=40_000).fit(X, y).n_nodes_ == 32166
 
 
+def test_below_the_coarsest_grid_the_fallback_keeps_the_best_columns():
+    # One threshold per column is already the coarsest grid (729 nodes here); under max_nodes=200 the
+    # fallback used to be a single leaf.  Now the rungs below it keep the 1, 2, 4 columns whose one
+    # split has the highest marginal likelihood: here the two that make the label, and two others.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 6))
+    y = ((X[:, 3] > 0) & (X[:, 5] > 0)).astype(int)
+    y = np.where(rng.random(600) < 0.05, 1 - y, y)
+    coarsest = Binarizer(n_thresholds=1, strategy="quantile")
+    assert PCFGTreeClassifier(binarizer=coarsest).fit(X, y).n_nodes_ == 729
+    with pytest.warns(LimitWarning, match="stopped by max_nodes=200: fitted the exact posterior of a coarser"):
+        clf = PCFGTreeClassifier(max_nodes=200, binarizer=coarsest).fit(X, y)
+    columns = [s.column for s in clf.binarizer_.splits_]
+    assert len(columns) == 4 and {3, 5} <= set(columns) and clf.n_nodes_ == 81
+    assert clf.score(X, y) > 0.9
+    exact = PCFGTreeClassifier().fit(clf.binarizer_.ordinal_transform(X), y)  # the same grammar, asked for
+    assert exact.n_nodes_ == clf.n_nodes_ and exact.log_evidence_ == pytest.approx(clf.log_evidence_)
+
+
 def test_memory_and_time_limits_fall_back():
     X, y = load_dataset("iris", return_X_y=True)
     with pytest.warns(LimitWarning, match="memory_limit"):

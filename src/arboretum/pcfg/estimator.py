@@ -15,7 +15,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._compile import exercise_predictions, register, tiny_problem
 from ..base import DEFAULT_TIME_LIMIT, TreeEstimator, constraints, deprecated_attribute
-from ..bayes import ChipmanPrior, validate_rho
+from ..bayes import ChipmanPrior, log_dirichlet_multinomial, validate_rho
 from ..binarizer import Binarizer
 from ..data import (
     Check,
@@ -380,8 +380,9 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         except GrammarLimitReached as exc:
             # A limit never raises: fit the exact posterior of the finest coarser grid that fits
             # instead, down to a single leaf (which no limit can stop).  The coarser grids (every
-            # column's thresholds halved, as often as needed) are tried coarsest first, each
-            # much cheaper than the next finer one, until one hits a limit.
+            # column's thresholds halved, as often as needed, then the best 4, 2, 1 columns of
+            # the coarsest: _column_rungs) are tried coarsest first, each much cheaper than the
+            # next finer one, until one hits a limit.
             reason = exc.reason
             if self.verbose:
                 print(f"[{name}] {exc.reason} reached; trying coarser grammars", file=sys.stderr)
@@ -390,8 +391,9 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
             while coarser is not None:
                 ladder.append(coarser)
                 coarser = coarser.coarsened()
+            ladder = _column_rungs(ladder[-1] if ladder else binarizer, E, y_enc, len(classes), rho) + ladder[::-1]
             fitted = None
-            for candidate in [binarizer._subset([])] + ladder[::-1]:
+            for candidate in [binarizer._subset([])] + ladder:
                 c_codes, c_n_codes = _grammar_codes(candidate, E)
                 c_pre = preflight(c_codes, len(classes), dedupe=not chipman, n_codes=c_n_codes)
                 # The single leaf, and grammars too small to matter, are fitted without the clock;
@@ -702,6 +704,33 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         """
         check_is_fitted(self)
         return self.grammar_.n_leaves_distribution(max_leaves)[0]
+
+def _column_rungs(coarsest: Binarizer, E: np.ndarray, y: np.ndarray, n_classes: int,
+                  rho: np.ndarray) -> list[Binarizer]:
+    """The rungs between a single leaf and the coarsest grid: its best 1, 2, 4, ... columns.
+
+    ``coarsest`` holds one question per column (every group of one).  Its
+    columns are ranked by the log marginal likelihood of one split on them
+    (two Dirichlet leaves against one), and the copies keeping the best
+    ``1, 2, 4, ...`` of them (fewer than all) are returned, coarsest first.
+    On many rows even the coarsest grid's store can be too large for a limit,
+    and a few good columns are a better fallback than a leaf.
+    """
+    n_groups = len(coarsest.groups_)
+    if n_groups <= 1:
+        return []
+    goes_right = coarsest.ordinal_encoded(E) > 0
+    right = np.stack([goes_right[y == k].sum(axis=0) for k in range(n_classes)], axis=1).astype(np.float64)
+    total = np.bincount(y, minlength=n_classes).astype(np.float64)
+    gain = (log_dirichlet_multinomial(right, rho) + log_dirichlet_multinomial(total - right, rho)
+            - log_dirichlet_multinomial(total, rho))
+    order = np.argsort(-gain, kind="stable")
+    rungs, k = [], 1
+    while k < n_groups:
+        rungs.append(coarsest._subset(sorted(int(coarsest.groups_[g][0]) for g in order[:k])))
+        k *= 2
+    return rungs
+
 
 def _grammar_codes(binarizer: Binarizer, E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The grammar's codes of an encoded matrix and the number of codes per grammar feature.
