@@ -525,6 +525,34 @@ def test_time_limit_stops_cleanly():
     assert clf.stop_reason_ == "time_limit" and clf.predict(X).shape == (300,)
 
 
+@pytest.mark.parametrize("best_first", [False, True])
+def test_a_stumps_training_stopped_by_the_limit_still_splits(monkeypatch, best_first):
+    """Anytime: when the limit stops a level's training after some epochs, its stumps are still cut
+    at their best threshold and kept where that lowers the impurity (a 0.5 s limit on 20,000 rows
+    used to return a single leaf); stopped before any epoch, the node stays a leaf."""
+    from arboretum.base import FitClock
+
+    X = np.random.default_rng(0).normal(size=(400, 3))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    for epochs_before_stop, leaves in [(2, 2), (0, 1)]:
+        epochs = []
+        schedule = model.prior_schedule
+
+        def counting(*args, **kwargs):
+            epochs.append(1)
+            return schedule(*args, **kwargs)
+
+        monkeypatch.setattr(model, "prior_schedule", counting)  # called once per epoch
+        monkeypatch.setattr(FitClock, "expired", lambda self: len(epochs) >= epochs_before_stop)
+        kw = {"max_leaves": 4} if best_first else {}
+        with pytest.warns(arboretum.LimitWarning, match="time_limit=60: returning the tree grown so far"):
+            clf = quick(max_depth=3, time_limit=60, **kw).fit(X, y)
+        assert clf.stop_reason_ == "time_limit" and len(epochs) == epochs_before_stop
+        assert clf.tree_.n_leaves == leaves and not clf.refined_
+        if leaves == 2:  # the cut lowers the training impurity, as a completed stump's must
+            assert clf.score(X, y) > max(y.mean(), 1 - y.mean()) + 0.1
+
+
 def test_device_choice(monkeypatch):
     X, y = ring(100, 11)
     if not torch.cuda.is_available():

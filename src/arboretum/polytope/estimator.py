@@ -507,7 +507,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             ready = [i for i in fitted if nodes[i].committee is not None]
             if best_first:
                 pending += ready
-                if not pending or self._stopped:
+                if not pending:
                     break
                 ready = [max(pending, key=lambda i: (nodes[i].gain, -i))]  # the largest gain, the oldest of ties
                 pending.remove(ready[0])
@@ -548,8 +548,12 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         status = model.train(p, Xt, target, s, self._gen, monitor, int(self.n_iter_no_change))
         self._record("grow", depth, p.history)
         if status == "time_limit":
+            # Anytime: stumps stopped after at least one epoch are still cut at their best hard
+            # threshold, and kept where that lowers the node's impurity (as after a full training);
+            # the growth then ends.  Before any epoch there is nothing learned to cut on.
             self._stopped = True
-            return [False] * len(level)
+            if not p.history:
+                return [False] * len(level)
         B, rho, t, tau = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t, p.tau))
         slope = None if p.a is None else p.a.detach().cpu().numpy().astype(np.float64)
         K = rho.shape[-1]
@@ -851,7 +855,10 @@ _DOC_PARAMS = """
         PyTorch CPU threads during the fit (None: 1; -1: every core).  Restored afterwards.
     time_limit : float or None, default=60
         Seconds for the whole fit, checked between epochs; when it runs out the tree grown so far
-        is returned (with a ``LimitWarning``), unrefined if refinement had not finished.
+        is returned (with a ``LimitWarning``), unrefined if refinement had not finished.  Stumps
+        whose training it stopped after at least one epoch are still cut at their best threshold
+        and kept where that lowers the node's impurity, so a short limit on many rows returns a
+        split, not a single leaf.
     verbose : int, default=0
         > 0 prints per-epoch progress to standard error about once a second (2: every epoch).
 """
