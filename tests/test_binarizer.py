@@ -479,3 +479,20 @@ def test_binarizer_passes_sklearn_estimator_checks():
             assert "SCIPY_ARRAY_API is not set" in str(r["exception"]), r["check_name"]
         else:
             assert r["status"] == "passed", f"{r['check_name']} failed: {r['exception']}"
+
+
+@pytest.mark.parametrize("n_thresholds", [2, 3, 8, 9, 16])
+def test_coarsening_halves_each_column_down_to_its_middle_threshold(n_thresholds):
+    # PCFG's fallback ladder: every rung a subset of the one before, about half its thresholds, and the
+    # last one each column's middle threshold (it used to be the largest: on uniform thresholds a
+    # cut near the maximum that split off a handful of rows).
+    X = np.random.default_rng(0).normal(size=(2000, 3))
+    b = Binarizer(n_thresholds=n_thresholds, strategy="uniform").fit(X)
+    original = [np.sort(t) for t in b.thresholds_]
+    assert all(t.size == n_thresholds for t in original)
+    rung = b
+    while (coarser := rung.coarsened()) is not None:
+        for before, after in zip(rung.thresholds_, coarser.thresholds_):
+            assert set(after) <= set(before) and after.size == (before.size + 1) // 2 - (before.size % 4 == 3)
+        rung = coarser
+    assert [list(t) for t in rung.thresholds_] == [[t[n_thresholds // 2]] for t in original]

@@ -733,15 +733,19 @@ class Binarizer(TransformerMixin, BaseEstimator):
         """A copy that keeps every other threshold of each group of two or more.
 
         Used by BCART-PCFG to fit a smaller grammar when a limit stops the
-        requested one.  The largest threshold of a group is kept whenever it
-        holds an odd number.  Returns None when no group can lose a threshold.
+        requested one.  Of a group of ``L`` ordered thresholds it keeps those
+        at positions ``(L // 2) % 2, + 2, ...``: the middle one (the upper of
+        the two middle ones when ``L`` is even) survives every halving, so
+        that repeated coarsening ends at each column's middle threshold, not
+        at an extreme one that splits off a handful of rows.  Returns None
+        when no group can lose a threshold.
         """
         check_is_fitted(self, "groups_")
         if all(len(g) < 2 for g in self.groups_):
             return None
         keep: list[int] = []
         for g in self.groups_:
-            keep.extend(g[(len(g) - 1) % 2::2].tolist())  # every other one, the largest included
+            keep.extend(g[(len(g) // 2) % 2::2].tolist())  # every other one, the middle one included
         return self._subset(sorted(keep))
 
     def _subset(self, keep: Sequence[int]) -> "Binarizer":
