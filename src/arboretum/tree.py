@@ -379,10 +379,20 @@ def _decode_polytope(v: Any) -> dict[str, np.ndarray]:
     return {k: _decode_floats(v[k], 2 if k == "coefs" else 1) for k in _POLYTOPE_FIELDS if k in v}
 
 
+def softplus(Z: np.ndarray) -> np.ndarray:
+    """``log(1 + e^z)`` elementwise, as ``max(z, 0) + log1p(e^-|z|)``: stable for any ``z`` and
+    about three times faster than ``np.logaddexp(0, z)`` (it dominated the cost of cutting a
+    stump of a convex polytope tree on many rows)."""
+    out = np.exp(-np.abs(Z))
+    np.log1p(out, out=out)
+    out += np.maximum(Z, 0.0)
+    return out
+
+
 def polytope_intensity(p: Mapping[str, np.ndarray], X: np.ndarray) -> np.ndarray:
     """The committee intensity ``lambda(x) = sum_k r_k softplus(A_k . x + b_k)`` (float64)."""
     Z = np.asarray(X, dtype=np.float64) @ p["coefs"].T + p["bias"]
-    return np.logaddexp(0.0, Z) @ p["r"]
+    return softplus(Z) @ p["r"]
 
 
 def polytope_facets(p: Mapping[str, np.ndarray], t: float) -> tuple[np.ndarray, np.ndarray]:

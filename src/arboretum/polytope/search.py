@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tree import polytope_intensity
+from ..tree import polytope_intensity, softplus
 
 __all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask", "reference_as_paper",
            "paper_as_reference"]
@@ -152,7 +152,7 @@ def effective_facets(committee: dict, X: np.ndarray, t: float, band: float = 0.1
     points nearest to it when fewer than 20 are that near), an expert is a facet when it has the
     largest term ``r_k softplus(A_k . x + b_k)`` for at least ``share`` of them.
     """
-    terms = np.logaddexp(0.0, X @ committee["coefs"].T + committee["bias"]) * committee["r"]
+    terms = softplus(X @ committee["coefs"].T + committee["bias"]) * committee["r"]
     lam = terms.sum(1)
     dist = np.abs(lam - t)
     near = dist <= band * abs(t)
