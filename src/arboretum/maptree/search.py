@@ -230,21 +230,15 @@ class AndOrSearch:
         _, self.row_group, group_sizes = np.unique(rows, return_inverse=True, return_counts=True)
         self.row_group = self.row_group.astype(np.int64).ravel()
         self._root_unsplittable = group_sizes.size == 1
-        # The kernels need the sample sets of the groups of two or more rows only (a set of two or
-        # more samples with a row of its own has a valid split): dup_group numbers those groups
-        # (-1 for a row of its own), and group_masks holds their sets, O(n) to build and hold.
+        # The kernels need the groups of two or more rows only (a set of two or more samples with a
+        # row of its own has a valid split): dup_group numbers those groups (-1 for a row of its
+        # own) and group_size counts their samples, O(n) to build and hold.
         shared = np.flatnonzero(group_sizes > 1)
         dup_of_group = np.full(group_sizes.size, -1, dtype=np.int64)
         dup_of_group[shared] = np.arange(shared.size)
         self.dup_group = dup_of_group[self.row_group]
-        self.group_masks = np.zeros((shared.size, self.M1.shape[1]), dtype=np.uint64)
-        members = np.flatnonzero(self.dup_group >= 0)
-        np.bitwise_or.at(
-            self.group_masks,
-            (self.dup_group[members], members >> 6),
-            np.left_shift(np.uint64(1), (members & 63).astype(np.uint64)),
-        )
-        self.data = K.Data(self.M1, self.dup_group, self.group_masks)
+        self.group_size = group_sizes[shared].astype(np.int64)
+        self.data = K.Data(self.M1, self.dup_group, self.group_size)
         prior = ChipmanPrior(self.alpha, self.beta)
         depths = np.arange(F + 2)
         self.log_ps = np.asarray(prior.log_p_split(depths), dtype=np.float64)
