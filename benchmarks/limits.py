@@ -10,8 +10,14 @@ stop reason, and whether the wall clock is within ``1.1 * time_limit + 0.5``.
 Data: ``make_classification(50000, 20)`` (MAPTreeClassifier, the samplers),
 ``make_regression(50000, 20)`` (MAPTreeRegressor), the 16 CP4IM datasets
 (MAPTreeClassifier), and for PCFG and the samplers a few datasets at 0.5 and
-2 s.  One row more: ``memory_limit=50`` MiB (with the default time limit) on
-``make_classification(50000, 20)``.
+2 s; PCFG, ``OptimalTreeClassifier(max_depth=3)`` and (with PyTorch)
+``ConvexPolytopeTreeClassifier`` also on ``make_classification(50000, 20)`` at
+0.5 and 2 s.  One row more: ``memory_limit=50`` MiB (with the default time
+limit) on ``make_classification(50000, 20)``.  ``train_score`` is the fitted
+model's ``score`` on its training data (accuracy or R^2): what a stopped fit
+returned, against ``majority`` (the largest class share; for a regressor 0).
+A fit that refuses the data (PCFG's pre-flight, ``GrammarTooLargeError``) is a
+row too, with the error as its stop reason.
 
 Usage::
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import sys
 import time
 import warnings
@@ -38,10 +45,13 @@ from sklearn.datasets import make_classification, make_regression
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arboretum import (  # noqa: E402
+    ConvexPolytopeTreeClassifier,
+    GrammarTooLargeError,
     LimitWarning,
     MAPTreeClassifier,
     MAPTreeRegressor,
     MCMCTreeSampler,
+    OptimalTreeClassifier,
     PCFGTreeClassifier,
     SMCTreeSampler,
     load_dataset,
@@ -56,6 +66,7 @@ LONG = 30.0
 LONG_SUBSET = ("make_classification", "make_regression", "mushroom", "kr-vs-kp", "tic-tac-toe", "lymph")
 QUICK_MAPTREE = ("make_classification", "make_regression", "tic-tac-toe", "mushroom")
 FEW = ("make_classification", "mixed_frame", "iris")
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def within(wall: float, limit: float) -> bool:
@@ -99,6 +110,9 @@ def warm_up() -> float:
         PCFGTreeClassifier().fit(X[:80, :2], y[:80])
         SMCTreeSampler(n_particles=20, random_state=0).fit(X, y)
         MCMCTreeSampler(n_iterations=200, random_state=0).fit(X, y)
+        OptimalTreeClassifier(max_depth=3).fit(X, y)
+        if HAS_TORCH:
+            ConvexPolytopeTreeClassifier(epochs=2, refine_epochs=2, random_state=0).fit(X, y)
     return time.perf_counter() - t0
 
 
@@ -106,20 +120,29 @@ def run_one(model: str, make, data: str, limit: float | None, X, y, **extra) -> 
     est = make(limit)
     for k, v in extra.items():
         setattr(est, k, v)
+    refused = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LimitWarning)
         t0 = time.perf_counter()
-        est.fit(X, y)
+        try:
+            est.fit(X, y)
+        except GrammarTooLargeError as exc:
+            refused = exc
         wall = time.perf_counter() - t0
     compile_time = float(getattr(est, "compile_time_", 0.0) or 0.0)
     wall -= compile_time
+    classes = np.unique(np.asarray(y), return_counts=True)[1] if model != "MAPTreeRegressor" else None
     row = {
         "model": model, "dataset": data, "n_samples": len(y), "time_limit": limit,
         "memory_limit": extra.get("memory_limit", ""), "wall_s": round(wall, 3),
-        "compile_s": round(compile_time, 3), "fit_time_s": round(float(est.fit_time_), 3),
-        "stop_reason": est.stop_reason_,
+        "compile_s": round(compile_time, 3),
+        "fit_time_s": "" if refused else round(float(est.fit_time_), 3),
+        "stop_reason": f"refused ({type(refused).__name__})" if refused else est.stop_reason_,
         "within": "" if limit is None else within(wall, limit),
-        "log_posterior": round(float(getattr(est, "log_posterior_", np.nan)), 3),
+        "log_posterior": "" if refused else round(float(getattr(est, "log_posterior_", np.nan)), 3),
+        "leaves": "" if refused else int(est.tree_.n_leaves),
+        "train_score": "" if refused else round(float(est.score(X, y)), 3),
+        "majority": 0.0 if classes is None else round(float(classes.max() / classes.sum()), 3),
     }
     print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     return row
@@ -132,6 +155,8 @@ MODELS = {
     # Settings under which the limits bind on these datasets.
     "SMCTreeSampler": lambda t: SMCTreeSampler(n_particles=5000, time_limit=t, random_state=0),
     "MCMCTreeSampler": lambda t: MCMCTreeSampler(n_iterations=10**8, burn_in=1000, time_limit=t, random_state=0),
+    "OptimalTreeClassifier": lambda t: OptimalTreeClassifier(max_depth=3, time_limit=t),
+    "ConvexPolytopeTreeClassifier": lambda t: ConvexPolytopeTreeClassifier(time_limit=t, random_state=0),
 }
 
 
@@ -149,11 +174,13 @@ def plan(quick: bool, long_all: bool) -> list[tuple[str, str, float]]:
             if model == "PCFGTreeClassifier" and data == "make_classification":
                 data = "make_classification_3000"
             jobs += [(model, data, t) for t in (0.5, 2.0)]
+    for model in ("PCFGTreeClassifier", "OptimalTreeClassifier") + (("ConvexPolytopeTreeClassifier",) if HAS_TORCH else ()):
+        jobs += [(model, "make_classification", t) for t in (0.5, 2.0)]
     return jobs
 
 
 COLUMNS = ["model", "dataset", "n_samples", "time_limit", "memory_limit", "wall_s", "fit_time_s", "compile_s",
-           "stop_reason", "within", "log_posterior"]
+           "stop_reason", "within", "log_posterior", "leaves", "train_score", "majority"]
 
 
 def table(rows: list[dict], cols: list[str] = COLUMNS) -> str:

@@ -25,6 +25,9 @@ Tree
 LimitWarning, InvalidParameterError, ModelFormatError, InputWarning
     What a stopped fit warns, what a bad parameter raises, what a bad file raises,
     what input read as documented but probably not as meant warns.
+GrammarTooLargeError
+    What PCFGTreeClassifier raises, before any work, for a grammar whose
+    pre-flight estimate is far over ``max_nodes`` (with advice).
 save, load
     Whole fitted estimators to and from versioned JSON (:mod:`arboretum.io`).
 load_dataset, list_datasets
@@ -37,7 +40,7 @@ from .exceptions import InputWarning, InvalidParameterError, LimitWarning, Model
 from .io import load, save
 from .maptree import MAPTreeClassifier, MAPTreeRegressor
 from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
-from .pcfg import PCFGTreeClassifier
+from .pcfg import GrammarTooLargeError, PCFGTreeClassifier
 from .polytope import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
 from .samplers import MCMCTreeSampler, SMCTreeSampler
 from .tree import Tree
@@ -67,6 +70,7 @@ __all__ = [
     "LimitWarning",
     "ModelFormatError",
     "InputWarning",
+    "GrammarTooLargeError",
     "save",
     "load",
     "load_dataset",
