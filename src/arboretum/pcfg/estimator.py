@@ -86,11 +86,14 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
     boxes, exponential in the number of columns, so this bucketing is what
     makes a fit feasible.  A request that the pre-flight estimate shows to be
     hopeless is refused before any work with a
-    :class:`~arboretum.pcfg.GrammarTooLargeError`; a limit reached during the
-    work never raises: the fit then halves the thresholds of every column and
-    fits that smaller grammar exactly (as often as needed, down to a single
-    leaf), with ``optimal_ = False``, ``stop_reason_`` naming the limit and a
-    :class:`~arboretum.LimitWarning`.
+    :class:`~arboretum.GrammarTooLargeError`; a limit reached during the
+    work never raises: the fit then halves the thresholds of every column
+    (keeping each column's middle one) and fits that smaller grammar exactly,
+    as often as needed; below one threshold per column it keeps only the
+    best ``2**k`` columns (by the marginal likelihood of one split on them),
+    ``k`` decreasing to 0, then a single leaf; with ``optimal_ = False``,
+    ``stop_reason_`` naming the limit and a :class:`~arboretum.LimitWarning`.
+    ``binarizer_`` lists the thresholds of the grammar fitted.
 
     Parameters
     ----------
