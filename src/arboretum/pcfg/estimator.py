@@ -383,7 +383,7 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         except GrammarLimitReached as exc:
             # A limit never raises: fit the exact posterior of the finest coarser grid that fits
             # instead, down to a single leaf (which no limit can stop).  The coarser grids (every
-            # column's thresholds halved, as often as needed, then the best 4, 2, 1 columns of
+            # column's thresholds halved, as often as needed, then only the best 2**k columns of
             # the coarsest: _column_rungs) are tried coarsest first, each much cheaper than the
             # next finer one, until one hits a limit.
             reason = exc.reason
