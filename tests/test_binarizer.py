@@ -231,6 +231,8 @@ def test_nan_in_numpy_and_nullable_columns():
         ({"categorical": ["b"]}, ValueError, "categorical names column 'b'"),
         ({"categorical": [True]}, ValueError, "one entry per column"),
         ({"categorical": [1.5]}, TypeError, "categorical must be"),
+        ({"subsample": 1}, ValueError, "subsample must be an integer >= 2 or None; got 1"),
+        ({"subsample": 2.5}, TypeError, "subsample must be an integer >= 2 or None"),
     ],
 )
 def test_bad_parameters(params, exc, match):
@@ -496,3 +498,70 @@ def test_coarsening_halves_each_column_down_to_its_middle_threshold(n_thresholds
             assert set(after) <= set(before) and after.size == (before.size + 1) // 2 - (before.size % 4 == 3)
         rung = coarser
     assert [list(t) for t in rung.thresholds_] == [[t[n_thresholds // 2]] for t in original]
+
+
+# -- subsample: thresholds from a fixed draw of rows on large data ------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform", "boosting", "mixed"])
+def test_subsample_is_every_row_up_to_its_size(strategy):
+    X = _frame(300, seed=3)
+    y = (X["income"] > 50).to_numpy().astype(int)
+    full = Binarizer(strategy=strategy, subsample=None).fit(X, y)
+    for subsample in (300, 10**6):
+        b = Binarizer(strategy=strategy, subsample=subsample).fit(X, y)
+        assert b.splits_ == full.splits_
+        assert [c is None or c.tolist() for c in b.categories_] == [c is None or c.tolist() for c in full.categories_]
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform", "boosting", "mixed"])
+def test_subsample_cuts_between_consecutive_values_of_the_drawn_rows(strategy):
+    rng = np.random.default_rng(0)
+    n, m = 3000, 500
+    X = rng.normal(size=(n, 3)).round(3)
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    b = Binarizer(n_thresholds=6, strategy=strategy, subsample=m).fit(X, y)
+    rows = b._threshold_rows(n)
+    assert rows.size == m and np.all(np.diff(rows) > 0)
+    for j in range(3):
+        drawn = np.unique(X[rows, j])
+        for t in b.thresholds_[j]:
+            k = np.searchsorted(drawn, t, side="right")  # drawn[k - 1] <= t < drawn[k]
+            assert 0 < k < drawn.size
+    again = Binarizer(n_thresholds=6, strategy=strategy, subsample=m).fit(X, y)
+    assert again.splits_ == b.splits_  # the same draw on every fit
+    assert len(b.splits_) >= 3  # every column is cut
+
+
+def test_subsample_keeps_kinds_categories_and_rare_values_of_every_row():
+    rng = np.random.default_rng(1)
+    n, m = 2000, 50
+    rows = Binarizer(subsample=m)._threshold_rows(n)
+    outside = np.setdiff1d(np.arange(n), rows)
+    flag = np.zeros(n, bool)
+    flag[outside[0]] = True  # a boolean True only outside the drawn rows
+    zero_one_two = rng.integers(0, 2, n).astype(float)
+    zero_one_two[outside[1]] = 2.0  # 0/1 on the drawn rows, not on every row
+    rare = np.full(n, 5.0)
+    rare[outside[2]] = 7.0  # constant on the drawn rows
+    colour = np.where(rng.random(n) < 0.5, "red", "blue").astype(object)
+    colour[outside[3]] = "green"  # a category seen only outside the drawn rows
+    X = pd.DataFrame({"flag": flag, "zot": zero_one_two, "rare": rare, "colour": colour,
+                      "x": rng.normal(size=n)})
+    b = Binarizer(n_thresholds=4, subsample=m).fit(X)
+    assert b.column_kinds_ == ["binary", "numeric", "numeric", "categorical", "numeric"]
+    assert "green" in b.categories_[3].tolist()
+    names = b.get_feature_names_out().tolist()
+    assert "flag" in names and "colour == green" in names
+    assert b.thresholds_[1].tolist() == [0.5, 1.5] and b.thresholds_[2].tolist() == [6.0]
+    assert b.transform(X).shape == (n, len(names))
+
+
+def test_subsample_does_not_apply_to_every_cut():
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 400, size=(1000, 2)).astype(float)
+    k = [np.unique(X[:, j]).size - 1 for j in range(2)]
+    b = Binarizer(strategy="all", subsample=100).fit(X)
+    assert [t.size for t in b.thresholds_] == k
+    b = Binarizer(n_thresholds=3, subsample=100, column_n_thresholds={1: None}).fit(X)
+    assert b.thresholds_[0].size == 3 and b.thresholds_[1].size == k[1]

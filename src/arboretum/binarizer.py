@@ -45,6 +45,14 @@ cut within 2% of the samples of a better one on its column; then
 Their cuts lie between consecutive training values like every other
 strategy's, are the same on every fit of the same data, and cost about a
 quarter of a second on 50000 x 20.
+
+On more than ``subsample`` rows (default 200,000, as scikit-learn's
+``KBinsDiscretizer``) every strategy but ``"all"`` chooses the cuts of the
+numeric and ordered columns from ``subsample`` rows drawn once with a fixed
+seed: the distinct values, quantiles and the ensemble's target are those of
+the drawn rows, so a cut lies between two consecutive distinct values of
+them.  Column kinds, the categories and the 0/1 columns' questions always
+come from every row.
 """
 
 from __future__ import annotations
@@ -68,6 +76,8 @@ __all__ = ["Binarizer", "BinarySplit", "STRATEGIES"]
 STRATEGIES = ("quantile", "uniform", "all", "boosting", "mixed")
 #: The strategies that choose thresholds from the target (they need ``fit(X, y)``).
 SUPERVISED = ("boosting", "mixed")
+#: Default of the ``subsample`` parameter.
+SUBSAMPLE = 200_000
 #: The boosted ensemble of the supervised strategies (:func:`ensemble_cuts`).
 ENSEMBLE = {"n_trees": 5, "max_depth": 3, "learning_rate": 0.5, "min_weight_fraction_leaf": 0.01, "max_rows": 5000,
             "min_share": 0.01, "min_gap": 0.02}
@@ -170,6 +180,11 @@ def cut_positions(
     return np.unique(pos)
 
 
+def _zero_one(values: np.ndarray) -> bool:
+    """Whether distinct ``values`` are a subset of {0, 1}."""
+    return values.size <= 2 and bool(np.all((values == 0) | (values == 1)))
+
+
 def _share_below(ranks: np.ndarray, k: int, weight: np.ndarray | None = None) -> np.ndarray:
     """The share of the samples (of their weight) at or below each of ``k`` distinct values, from their ranks."""
     mass = np.cumsum(np.bincount(ranks, weights=weight, minlength=k).astype(np.float64))
@@ -263,22 +278,23 @@ def ensemble_cuts(
 
     target = _target_matrix(y, n_samples)
     weight = weight_all = _check_weights(sample_weight, n_samples)
+    rows = None
+    if n_samples > ENSEMBLE["max_rows"]:  # a fixed random subset of the rows
+        rows = np.sort(np.random.default_rng(0).choice(n_samples, ENSEMBLE["max_rows"], replace=False))
+        target = target[rows]
+        weight = None if weight is None else weight[rows]
     parts, owner = [], []
     for j, kind in enumerate(kinds):
+        codes = ranks[j] if rows is None else ranks[j][rows]
         if kind in ("numeric", "ordered", "binary") or distinct[j].size <= 2:
-            parts.append(ranks[j].reshape(-1, 1))
+            parts.append(codes.reshape(-1, 1).astype(np.float32))
             owner.append(j)
         else:  # one-hot indicators of a categorical column
-            codes = ranks[j]
-            parts.append((codes[:, None] == np.arange(distinct[j].size)).astype(np.float64))
+            parts.append((codes[:, None] == np.arange(distinct[j].size)).astype(np.float32))
             owner.extend([-1] * distinct[j].size)
     gains: list[dict[int, float]] = [{} for _ in kinds]
     if parts and target.size:
-        Z = np.hstack(parts).astype(np.float32)
-        if n_samples > ENSEMBLE["max_rows"]:  # a fixed random subset of the rows
-            rows = np.sort(np.random.default_rng(0).choice(n_samples, ENSEMBLE["max_rows"], replace=False))
-            Z, target = Z[rows], target[rows]
-            weight = None if weight is None else weight[rows]
+        Z = np.hstack(parts)
         owner_arr = np.asarray(owner)
         residual = target.copy()
         for _ in range(ENSEMBLE["n_trees"]):
@@ -392,6 +408,14 @@ class Binarizer(TransformerMixin, BaseEstimator):
     column_n_thresholds : dict or None, default=None
         Per-column overrides of ``n_thresholds``: ``{column index or name: int
         >= 1, or None for a cut between every two values}``.
+    subsample : int or None, default=200_000
+        The most rows from which the thresholds of numeric and ordered
+        columns are chosen (every strategy but ``"all"``, which uses every
+        row): on more rows, ``subsample`` of them drawn once with a fixed
+        seed (the same rows on every fit of the same data).  Column kinds,
+        categories and 0/1 questions come from every row.  None: every row.
+        Sorting each column is the costly part of ``fit`` on large data
+        (about 0.03 s per column per 500,000 rows).
 
     Attributes
     ----------
@@ -447,6 +471,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
             None,
             Check(_per_column_ok, "a dict {column index or name: int >= 1 or None}"),
         ],
+        "subsample": [None, Interval(numbers.Integral, 2, None)],
     }
 
     def __init__(
@@ -456,12 +481,14 @@ class Binarizer(TransformerMixin, BaseEstimator):
         categorical: Any = None,
         encoding: str = "ordered",
         column_n_thresholds: Mapping[int | str, int | None] | None = None,
+        subsample: int | None = SUBSAMPLE,
     ) -> None:
         self.n_thresholds = n_thresholds
         self.strategy = strategy
         self.categorical = categorical
         self.encoding = encoding
         self.column_n_thresholds = column_n_thresholds
+        self.subsample = subsample
 
     # -- column selection ----------------------------------------------------------------
     def _column_index(self, key: Any, what: str, n_features: int, names: list[str] | None) -> int:
@@ -498,6 +525,12 @@ class Binarizer(TransformerMixin, BaseEstimator):
         for key, value in (self.column_n_thresholds or {}).items():
             out[self._column_index(key, "column_n_thresholds", n_features, names)] = value
         return out
+
+    def _threshold_rows(self, n_samples: int) -> np.ndarray | None:
+        """The sorted rows the thresholds are chosen from (``subsample`` drawn with seed 0), or None for all."""
+        if self.strategy == "all" or self.subsample is None or n_samples <= self.subsample:
+            return None
+        return np.sort(np.random.default_rng(0).choice(n_samples, self.subsample, replace=False))
 
     def _names(self) -> list[str] | None:
         return [str(n) for n in self.feature_names_in_] if hasattr(self, "feature_names_in_") else None
@@ -543,32 +576,52 @@ class Binarizer(TransformerMixin, BaseEstimator):
         numbers_: list[np.ndarray] = []
         distinct: list[np.ndarray] = []
         ranks: list[np.ndarray] = []  # each sample's position in its column's distinct values
+        # The rows the thresholds are chosen from (``subsample``): None for every row.
+        rows = self._threshold_rows(n_samples)
         for j, col in enumerate(columns):
             kind, declared = _data.column_kind(col, j, names, forced=bool(forced[j]),
                                                ordered=self.encoding == "ordered")
             cats = None
+            use = None if per_column[j] is None else rows  # a column cut between every two values: all rows
             if kind in ("binary", "numeric"):
-                x = _data.numeric_values(col, j, names)
-                values, rank = np.unique(x, return_inverse=True)
+                x = _data.numeric_values(col, j, names)  # every row: the checks name any bad value
+                if use is not None and kind != "binary":
+                    values, rank = np.unique(x[use], return_inverse=True)
+                    if values.size < 2 or _zero_one(values):  # constant or 0/1 there: decided on every row
+                        use = None
+                    else:
+                        x = x[use]
+                if use is None or kind == "binary":
+                    use = None
+                    values, rank = np.unique(x, return_inverse=True)
                 if kind == "binary" or (values.size == 2 and values[0] == 0 and values[1] == 1):
                     kind = "binary"
             else:
                 labels = _data.label_values(col, j, names)
-                cats = _data.label_order(labels, declared)
+                cats = _data.label_order(labels, declared)  # the categories of every row
                 order = cats.tolist()
                 code = {c: i for i, c in enumerate(order)}
-                x = np.array([code[v] for v in labels.tolist()], dtype=np.float64)
+                x = np.array([code[v] for v in (labels if use is None else labels[use]).tolist()], dtype=np.float64)
                 values = np.arange(len(order), dtype=np.float64)
                 rank = x.astype(np.int64)
+            if use is None and rows is not None:  # the ensemble reads every column on the drawn rows
+                rank = rank.reshape(-1)[rows]
             kinds.append(kind)
             categories.append(cats)
             numbers_.append(x)
             distinct.append(values)
             ranks.append(rank.reshape(-1))
         weight = _check_weights(sample_weight, n_samples)
+        if rows is not None:
+            weight = None if weight is None else weight[rows]
+            if y is not None:
+                y = np.asarray(y)
+                if y.ndim != 1 or y.shape[0] != n_samples:
+                    raise ValueError(f"y must be 1-d with one value per row of X ({n_samples}); got shape {y.shape}")
+                y = y[rows]
         ranked = None
         if self.strategy in SUPERVISED:
-            ranked = ensemble_cuts(ranks, distinct, kinds, y, weight, n_samples)
+            ranked = ensemble_cuts(ranks, distinct, kinds, y, weight, n_samples if rows is None else rows.size)
         # Second pass: the questions of every column.
         thresholds: list[np.ndarray] = []
         splits: list[BinarySplit] = []
