@@ -54,3 +54,20 @@ def test_kernel_clock_reads_perf_counters_clock():
     assert spin(0.0) == 0
     assert seconds_left(None) == np.inf and seconds_left(time.perf_counter() - 1) == 0.0
     assert 9.0 < seconds_left(time.perf_counter() + 10) <= 10.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300), m=st.integers(1, 5), seed=st.integers(0, 2**31), kind=st.sampled_from(
+    ["bool", "uint8", "uint8 with 2", "float", "int"]))
+def test_pack_columns_sets_bit_i_of_column_j_iff_the_entry_is_nonzero(n, m, seed, kind):
+    from arboretum._numba import n_words, pack_columns
+
+    rng = np.random.default_rng(seed)
+    B = rng.random((n, m)) < 0.5
+    A = {"bool": B, "uint8": B.astype(np.uint8), "uint8 with 2": B.astype(np.uint8) * 2,
+         "float": B * rng.normal(size=(n, m)), "int": B.astype(np.int64) * -3}[kind]
+    words = pack_columns(A)
+    assert words.shape == (m, n_words(n)) and words.dtype == np.uint64
+    for j in range(m):
+        bits = [(int(words[j, i // 64]) >> (i % 64)) & 1 for i in range(64 * n_words(n))]
+        assert bits == [int(A[i, j] != 0) if i < n else 0 for i in range(len(bits))]

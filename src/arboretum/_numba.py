@@ -78,13 +78,28 @@ def pack_columns(B: np.ndarray) -> np.ndarray:
     words : ndarray of shape (n_columns, n_words(n_samples)), dtype uint64
         ``words[j]`` is the set ``{i : B[i, j]}``.
     """
-    B = np.asarray(B, dtype=bool)
+    B = np.asarray(B)
+    if B.dtype == np.bool_:
+        U = B.view(np.uint8)
+    elif B.dtype == np.uint8 and (B.size == 0 or int(B.max()) <= 1):
+        U = B
+    else:
+        U = (B != 0).view(np.uint8)
     n, m = B.shape
     w = n_words(n)
-    packed = np.packbits(B.T, axis=1, bitorder="little")  # (m, ceil(n / 8)) bytes
-    out = np.zeros((m, w * 8), dtype=np.uint8)
-    out[:, : packed.shape[1]] = packed
-    return np.ascontiguousarray(out).view("<u8").astype(np.uint64, copy=False).reshape(m, w)
+    out = np.zeros((m, w * 8), dtype=np.uint8)  # byte i // 8 of row j holds bit i % 8 of sample i
+    # Eight rows at a time, as whole rows of bytes: eight shifts over n / 8 x m bytes (np.packbits of
+    # the transposed columns was 5x slower on 500,000 x 160).
+    q = n // 8
+    if q:
+        V = U[: q * 8].reshape(q, 8, m)
+        acc = V[:, 0, :].copy()
+        for k in range(1, 8):
+            acc |= V[:, k, :] << np.uint8(k)
+        out[:, :q] = acc.T
+    for k in range(n - q * 8):
+        out[:, q] |= U[q * 8 + k] << np.uint8(k)
+    return out.view("<u8").astype(np.uint64, copy=False).reshape(m, w)
 
 
 def pack_rows_mask(mask: np.ndarray) -> np.ndarray:
