@@ -790,3 +790,25 @@ def test_dp_equals_brute_force_property(rows, alpha, beta, rho):
     assert costs[tree] == pytest.approx(best, abs=1e-9)
     _, co_opt = co_optimal_trees(X, y, alpha=alpha, beta=beta, rho=rho)
     assert co_opt == {t for t, c in costs.items() if c <= best + 1e-9}
+
+
+@pytest.mark.parametrize(
+    "X",
+    [
+        np.array([[0, 1], [2, 0]], dtype=np.uint8),
+        np.array([[0, 1], [1, 300]], dtype=np.uint16),
+        np.array([[0, 1], [-1, 0]], dtype=np.int64),
+        np.array([[0.0, 1.0], [0.5, 0.0]]),
+    ],
+)
+def test_non_binary_features_are_refused_whatever_the_dtype(X):
+    from arboretum.bayes import log_posterior
+    from arboretum.tree import TreeBuilder
+
+    b = TreeBuilder(2)
+    b.add_node(np.zeros(2), np.full(2, 0.5), 0)
+    with pytest.raises(ValueError, match="only binary values 0 and 1"):
+        log_posterior(b.build(), X, np.array([0, 1]))
+    ok = (X == 1).astype(X.dtype)
+    assert np.isfinite(log_posterior(b.build(), ok, np.array([0, 1])))
+    assert np.isfinite(log_posterior(b.build(), ok.astype(bool), np.array([0, 1])))

@@ -305,9 +305,13 @@ def _validate_data(
         raise ValueError(f"X must have at least one row and one column, got shape {X_arr.shape}")
     if X_arr.dtype.kind not in "biuf":
         raise ValueError(f"X must be numeric or boolean, got dtype {X_arr.dtype}")
-    if not np.all((X_arr == 0) | (X_arr == 1)):
+    if X_arr.dtype.kind in "bu":  # no negative values: 0/1 iff the maximum is at most 1 (no temporaries)
+        binary = X_arr.dtype.kind == "b" or int(X_arr.max()) <= 1
+    else:
+        binary = bool(np.all((X_arr == 0) | (X_arr == 1)))
+    if not binary:
         raise ValueError("X must contain only binary values 0 and 1")
-    X_bin = X_arr.astype(np.uint8)
+    X_bin = X_arr.astype(np.uint8, copy=False)  # read only: the caller's matrix when it is uint8
 
     y_arr = np.asarray(y)
     if y_arr.ndim != 1 or y_arr.shape[0] != n_samples:
