@@ -274,3 +274,28 @@ def test_object_column_check_agrees_with_a_row_by_row_scan(values):
         else:
             with pytest.raises(expected[0], match=expected[1]):
                 read(col)
+
+
+def test_encode_columns_borrows_a_float_matrix_only_when_asked_and_checked():
+    from arboretum.data import encode_columns, read_columns
+
+    X = np.arange(15.0).reshape(5, 3)
+    for view in (X, X[1:4]):
+        cols, _, _ = read_columns(view)
+        out = encode_columns(cols, None, borrow=True)
+        assert np.shares_memory(out, view) and out.flags.c_contiguous and np.array_equal(out, view)
+        copy = encode_columns(cols, None)
+        assert not np.shares_memory(copy, view) and np.array_equal(copy, view)
+    # anything but the columns of one C-ordered float64 matrix is copied as before
+    for other in (X.astype(np.float32), np.asfortranarray(X), X[:, ::-1], X[:, :2], X[::2]):
+        cols, _, _ = read_columns(other)
+        out = encode_columns(cols, None, borrow=True)
+        assert not np.shares_memory(out, X) and np.array_equal(out, other)
+    cols, _, _ = read_columns(X)
+    assert not np.shares_memory(encode_columns(cols[::-1], None, borrow=True), X)  # columns out of order
+    bad = X.copy()
+    bad[2, 1] = np.nan
+    cols, _, _ = read_columns(bad)
+    with pytest.raises(ValueError, match="row 2"):
+        encode_columns(cols, None, borrow=True)
+    assert np.shares_memory(encode_columns(cols, None, borrow=True, allow_nan=True), bad)

@@ -231,7 +231,8 @@ class TreeEstimator(BaseEstimator):
 
         Returns ``(None, X as 0/1 uint8)`` when ``X`` is used as it is
         (``binarize="auto"`` on 0/1 data, or ``binarize=False``), else
-        ``(the fitted binarizer, X encoded for it)`` (:meth:`Binarizer.encode`).
+        ``(the fitted binarizer, X encoded for it)`` (:meth:`Binarizer.encode`;
+        a float64 ``X`` itself, not a copy: read it only).
         """
         columns, _, names = _data.read_columns(X, self, reset=True)
         mode = self._binarize_mode() if self._uses_binary_questions else "always"
@@ -242,7 +243,8 @@ class TreeEstimator(BaseEstimator):
         binarizer = clone(self.binarizer) if self.binarizer is not None else self._default_binarizer()
         binarizer.fit(X, y, sample_weight=sample_weight)
         self.binarizer_ = binarizer
-        return binarizer, _data.encode_columns(columns, binarizer.categories_, names)
+        # read only (binarised or coded at once): a float64 X itself, not a copy
+        return binarizer, _data.encode_columns(columns, binarizer.categories_, names, borrow=True)
 
     def _fit_questions(
         self, X: Any, y: np.ndarray | None = None, sample_weight: np.ndarray | None = None

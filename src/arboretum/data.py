@@ -916,9 +916,26 @@ def raw_columns(X: Any, estimator: Any) -> tuple[np.ndarray, list]:
     return encode_columns(columns, cats, names), cats
 
 
+def _float_matrix_of(columns: Sequence[Any]) -> np.ndarray | None:
+    """A view of the C-ordered float64 matrix whose columns ``columns`` are, in order (the columns
+    :func:`read_columns` gives of such an array, or of its rows ``X[a:b]``), or None."""
+    if not columns or not all(type(c) is np.ndarray and c.dtype == np.float64 and c.ndim == 1 for c in columns):
+        return None
+    first = columns[0]
+    d, n = len(columns), first.shape[0]
+    row = d * first.itemsize
+    start = first.__array_interface__["data"][0]
+    for j, c in enumerate(columns):
+        if c.shape != (n,) or c.strides != (row,) or c.__array_interface__["data"][0] != start + j * c.itemsize:
+            return None
+    # Column j starts j values after the first and steps a row of d values, so all lie in one buffer
+    # (allocations do not interleave): the rows of d values from the first column's start.
+    return np.lib.stride_tricks.as_strided(first, shape=(n, d), strides=(row, first.itemsize))
+
+
 def encode_columns(
     columns: Sequence[Any], feature_categories: Sequence[Any] | None, names: Sequence[str] | None = None,
-    *, allow_nan: bool = False,
+    *, allow_nan: bool = False, borrow: bool = False,
 ) -> np.ndarray:
     """Raw columns as one float64 matrix: numbers as they are, category labels as their codes.
 
@@ -935,6 +952,12 @@ def encode_columns(
         Keep NaN and infinities in numeric columns (a
         :class:`~arboretum.tree.Tree` sends NaN right and compares
         infinities as numbers) instead of raising.
+    borrow : bool, default=False
+        For a caller that only reads the result: when the columns are those
+        of one C-ordered float64 array with no category column, return that
+        array itself (checked, not copied).  On 500,000 x 20 the copy is
+        80 MB of fresh memory, which a virtual machine may take a second to
+        provide.
 
     Raises
     ------
@@ -942,6 +965,12 @@ def encode_columns(
         On a missing value, infinity, a string in a numeric column, or a
         category not in ``feature_categories`` (naming the column, row and value).
     """
+    if borrow and (feature_categories is None or all(c is None for c in feature_categories)):
+        M = _float_matrix_of(columns)
+        # min and max are NaN or infinite iff some value is (and need no temporary array); else the
+        # column-by-column path below names the first bad value
+        if M is not None and (allow_nan or (np.isfinite(M.min()) and np.isfinite(M.max()))):
+            return M
     n = len(columns[0]) if columns else 0
     out = np.empty((n, len(columns)), dtype=np.float64)
     for j, col in enumerate(columns):
