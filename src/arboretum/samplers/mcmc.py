@@ -282,7 +282,7 @@ class MCMCTreeSampler(BaseTreeSampler):
         out = np.zeros(K.O_SIZE, dtype=np.int64)
         enc_cap = max(1 << 16, 8 * cap)
         done = 0
-        chunk = 256
+        chunk = 4  # then sized from the measured speed: on 500,000 rows 256 iterations took 2.5 s
         stop_reason = "completed"
         last_print = time.perf_counter()
         while done < n_iterations:
@@ -317,7 +317,7 @@ class MCMCTreeSampler(BaseTreeSampler):
             target = _CHUNK_SECONDS
             if deadline is not None:
                 target = min(target, max((deadline - time.perf_counter()) / 2, 1e-3))
-            chunk = int(min(max(ran * target / elapsed, 16), 1 << 20))
+            chunk = int(min(max(ran * target / elapsed, 1), 1 << 20))
             if self.verbose and time.perf_counter() - last_print >= 1.0:
                 last_print = time.perf_counter()
                 print(
