@@ -103,7 +103,8 @@ def test_linear_init_is_cross_validated_ridge_in_logit_units():
     Xs = (X - X.mean(0)) / X.std(0)
     est = ConvexPolytopeTreeClassifier(init="linear")
     est._task = "classification"
-    got = est._linear_directions(Xs, y, seed=0)
+    est._mean, est._scale = X.mean(0), X.std(0)  # what fit sets; the method standardises its rows
+    got = est._linear_directions(X, y, seed=0)
     ridge = RidgeClassifierCV(alphas=np.logspace(-3, 4, 8)).fit(Xs, y)
     assert got.shape == (3, 5)
     for j in range(3):
@@ -113,7 +114,7 @@ def test_linear_init_is_cross_validated_ridge_in_logit_units():
         np.testing.assert_allclose(got[j], want, rtol=1e-8, atol=1e-10)
     # in logit units: the calibrated score is a logistic regression's decision value for its class
     two = (y == 2).astype(int)
-    w = est._linear_directions(Xs, two, seed=0)[0]
+    w = est._linear_directions(X, two, seed=0)[0]
     assert roc_auc_score(two, Xs @ w[1:] + w[0]) > 0.95
 
 
@@ -283,3 +284,13 @@ def test_groups_are_checked():
                                       early_stopping=0.2, random_state=0, time_limit=None)
     a = reg.fit(X, X[:, 0], groups=groups).predict(X)
     np.testing.assert_array_equal(a, reg.fit(X, X[:, 0], groups=groups).predict(X))
+
+
+@pytest.mark.parametrize("shape", [(200_000, 3), (70_000, 20), (65_536, 4), (100_000, 1), (10, 5)])
+def test_column_std_by_blocks_equals_numpy_bit_for_bit(shape):
+    from arboretum.polytope.estimator import _column_std
+
+    rng = np.random.default_rng(shape[0])
+    E = rng.normal(size=shape) * rng.random(shape[1]) * 100 + rng.normal(size=shape[1]) * 1e3
+    assert np.array_equal(_column_std(E), E.std(0))
+    assert np.array_equal(_column_std(E[::2]), E[::2].std(0))  # not C-ordered: numpy itself

@@ -8,6 +8,9 @@ import numpy as np
 
 from ..tree import polytope_intensity, softplus
 
+#: Rows per block where a function of every row of ``X`` and every expert is reduced per row.
+ROWS = 16_384
+
 __all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask", "reference_as_paper",
            "paper_as_reference"]
 
@@ -138,11 +141,17 @@ def printed_polytope(committee: dict, X: np.ndarray, t: float) -> dict:
     left = polytope_intensity(committee, X) <= t  # the split's own rule, as the tree routes
     if not left.any():
         return {}
-    proj = X @ committee["coefs"].T
-    offset = proj[left].max(0)
-    flagged = committee["facet"] == 1
-    inside = np.all(proj[:, flagged] <= offset[flagged], axis=1)
-    return {"offset": offset, "agreement": np.array([float(np.mean(inside == left))])}
+    A, flagged = committee["coefs"].T, committee["facet"] == 1
+    offset = np.full(A.shape[1], -np.inf)
+    for a in range(0, X.shape[0], ROWS):  # a block of rows at a time: no n x K temporaries
+        on_left = left[a:a + ROWS]
+        if on_left.any():
+            offset = np.maximum(offset, (X[a:a + ROWS] @ A)[on_left].max(0))
+    agree = 0
+    for a in range(0, X.shape[0], ROWS):
+        inside = np.all((X[a:a + ROWS] @ A)[:, flagged] <= offset[flagged], axis=1)
+        agree += int(np.count_nonzero(inside == left[a:a + ROWS]))
+    return {"offset": offset, "agreement": np.array([agree / X.shape[0]])}
 
 
 def effective_facets(committee: dict, X: np.ndarray, t: float, band: float = 0.1, share: float = 0.01) -> np.ndarray:
@@ -152,14 +161,21 @@ def effective_facets(committee: dict, X: np.ndarray, t: float, band: float = 0.1
     points nearest to it when fewer than 20 are that near), an expert is a facet when it has the
     largest term ``r_k softplus(A_k . x + b_k)`` for at least ``share`` of them.
     """
-    terms = softplus(X @ committee["coefs"].T + committee["bias"]) * committee["r"]
-    lam = terms.sum(1)
-    dist = np.abs(lam - t)
-    near = dist <= band * abs(t)
-    if near.sum() < 20:
+    A, b, r = committee["coefs"].T, committee["bias"], committee["r"]
+    n, K = X.shape[0], r.shape[0]
+    dist = np.empty(n)
+    wins, n_near = np.zeros(K, dtype=np.int64), 0
+    for a in range(0, n, ROWS):  # a block of rows at a time: no n x K temporaries
+        terms = softplus(X[a:a + ROWS] @ A + b) * r
+        dist[a:a + ROWS] = d = np.abs(terms.sum(1) - t)
+        near = d <= band * abs(t)
+        wins += np.bincount(np.argmax(terms[near], axis=1), minlength=K)
+        n_near += int(near.sum())
+    if n_near < 20:
         near = dist <= np.quantile(dist, 0.1)
-    winners = np.argmax(terms[near], axis=1)
-    freq = np.bincount(winners, minlength=terms.shape[1]) / max(winners.size, 1)
+        wins = np.bincount(np.argmax(softplus(X[near] @ A + b) * r, axis=1), minlength=K)
+        n_near = int(near.sum())
+    freq = wins / max(n_near, 1)
     flags = (freq >= share).astype(np.float64)
     if not flags.any():
         flags[int(np.argmax(committee["r"]))] = 1.0
