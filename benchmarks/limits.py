@@ -24,8 +24,9 @@ Usage::
     python benchmarks/limits.py                  # 0.5, 2, 5 s everywhere; 30 s on a subset
     python benchmarks/limits.py --long-all       # 30 s on every MAPTree dataset too (about 10 minutes more)
     python benchmarks/limits.py --quick          # a few datasets at 0.5 and 2 s (about a minute)
+    python benchmarks/limits.py --rows 500000    # every model on the synthetic data at that size, 0.5 and 2 s
 
-Writes ``benchmarks/results/limits{,_quick}.{csv,md}``.
+Writes ``benchmarks/results/limits{,_quick,_rows<N>}.{csv,md}``.
 """
 
 from __future__ import annotations
@@ -89,11 +90,11 @@ def mixed_frame(n: int = 3000) -> tuple[pd.DataFrame, np.ndarray]:
     return df, np.where(risk ^ (rng.random(n) < 0.1), "claim", "none")
 
 
-def dataset(name: str):
+def dataset(name: str, rows: int = 50_000):
     if name == "make_classification":
-        return make_classification(50_000, 20, random_state=0)
+        return make_classification(rows, 20, random_state=0)
     if name == "make_regression":
-        return make_regression(50_000, 20, noise=10.0, random_state=0)
+        return make_regression(rows, 20, noise=10.0, random_state=0)
     if name == "mixed_frame":
         return mixed_frame()
     return load_dataset(name, return_X_y=True)
@@ -160,6 +161,13 @@ MODELS = {
 }
 
 
+def plan_rows() -> list[tuple[str, str, float]]:
+    """``--rows``: every model on the synthetic data (make_regression for MAPTreeRegressor) at 0.5 and 2 s."""
+    models = [m for m in MODELS if HAS_TORCH or m != "ConvexPolytopeTreeClassifier"]
+    return [(m, "make_regression" if m == "MAPTreeRegressor" else "make_classification", t)
+            for m in models for t in (0.5, 2.0)]
+
+
 def plan(quick: bool, long_all: bool) -> list[tuple[str, str, float]]:
     jobs = []
     maptree_sets = QUICK_MAPTREE if quick else ("make_classification", "make_regression") + CP4IM
@@ -194,25 +202,29 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few datasets at 0.5 and 2 s")
     ap.add_argument("--long-all", action="store_true", help="the 30 s limit on every MAPTree dataset")
-    ap.add_argument("--out", default=None, help="output stem (default benchmarks/results/limits[_quick])")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="only the synthetic data, at this many rows, with every model at 0.5 and 2 s")
+    ap.add_argument("--out", default=None, help="output stem (default benchmarks/results/limits[_quick|_rows<N>])")
     args = ap.parse_args(argv)
-    stem = Path(args.out) if args.out else RESULTS / ("limits_quick" if args.quick else "limits")
+    default = "limits_quick" if args.quick else f"limits_rows{args.rows}" if args.rows else "limits"
+    stem = Path(args.out) if args.out else RESULTS / default
     warm = warm_up()
     print(f"warm-up (compile or cache load): {warm:.1f} s", flush=True)
     cache: dict = {}
     rows = []
     t_start = time.perf_counter()
-    for model, data, limit in plan(args.quick, args.long_all):
+    for model, data, limit in plan_rows() if args.rows else plan(args.quick, args.long_all):
         if data not in cache:
             if data == "make_classification_3000":
                 cache[data] = make_classification(3000, 3, n_informative=3, n_redundant=0, random_state=0)
             else:
-                cache[data] = dataset(data)
+                cache[data] = dataset(data, args.rows or 50_000)
         X, y = cache[data]
         rows.append(run_one(model, MODELS[model], data, limit, X, y))
-    X, y = cache.get("make_classification") or dataset("make_classification")
-    rows.append(run_one("MAPTreeClassifier", MODELS["MAPTreeClassifier"], "make_classification", 60.0, X, y,
-                        memory_limit=50))
+    if not args.rows:
+        X, y = cache.get("make_classification") or dataset("make_classification")
+        rows.append(run_one("MAPTreeClassifier", MODELS["MAPTreeClassifier"], "make_classification", 60.0, X, y,
+                            memory_limit=50))
     total = time.perf_counter() - t_start
     with open(stem.with_suffix(".csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -222,12 +234,13 @@ def main(argv: list[str] | None = None) -> None:
     n_ok = sum(bool(r["within"]) for r in limited)
     worst = max(limited, key=lambda r: r["wall_s"] - (1.1 * r["time_limit"] + 0.5))
     long_note = ("every MAPTree dataset" if args.long_all else
-                 "the subset " + ", ".join(LONG_SUBSET)) if not args.quick else "none (quick mode)"
+                 "the subset " + ", ".join(LONG_SUBSET)) if not (args.quick or args.rows) else "none"
+    kind = "quick" if args.quick else f"synthetic data at {args.rows:,} rows" if args.rows else "full"
     md = [
-        f"# Limits for the whole fit ({'quick' if args.quick else 'full'} run)",
+        f"# Limits for the whole fit ({kind} run)",
         "",
         "Generated by `python benchmarks/limits.py" + (" --quick" if args.quick else "")
-        + ("  --long-all" if args.long_all else "") + "`.",
+        + (f" --rows {args.rows}" if args.rows else "") + ("  --long-all" if args.long_all else "") + "`.",
         "",
         "`wall_s` is the wall clock of `fit` minus `compile_time_` (0 where the estimator has none; the",
         "kernels were compiled or loaded from the cache by a warm-up in the same process first). Goal:",
