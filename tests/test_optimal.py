@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arboretum import InvalidParameterError, LimitWarning, OptimalTreeClassifier, OptimalTreeRegressor
 from arboretum.optimal import _kernels as K
@@ -617,3 +619,15 @@ def test_a_stopped_search_fits_its_cart_fallback_on_a_draw_of_rows(monkeypatch, 
         assert m.objective_ == (m.predict(X) != y).sum()
     else:
         assert m.objective_ == pytest.approx(((m.predict(X) - target) ** 2).sum(), rel=1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_lexsort_equals_numpy_lexsort(data):
+    from arboretum.optimal.estimator import _lexsort
+
+    n = data.draw(st.integers(0, 40))
+    m = data.draw(st.integers(1, 4))
+    values = st.sampled_from([0.0, -0.0, 1.0, 2.5, -3.0]) | st.floats(-5, 5, allow_nan=False)
+    keys = [np.array(data.draw(st.lists(values, min_size=n, max_size=n)), dtype=np.float64) for _ in range(m)]
+    np.testing.assert_array_equal(_lexsort(keys), np.lexsort(keys))

@@ -37,6 +37,25 @@ SPLIT_TYPES = ("axis", "hyperplane", "quadratic")
 #: them ran 4.4 s past the limit.
 STOPPED_CART_ROWS = 50_000
 
+
+def _lexsort(keys: list[np.ndarray]) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key primary, stable), sorting only the rows whose primary key
+    ties by the other keys: on 500,000 rows of real values lexsort's 21 passes took a second."""
+    primary = np.asarray(keys[-1])
+    order = np.argsort(primary, kind="stable")
+    if len(keys) == 1 or order.size < 2:
+        return order
+    tie = primary[order[1:]] == primary[order[:-1]]
+    if not tie.any():
+        return order
+    in_run = np.zeros(order.size, dtype=bool)  # sorted positions inside a run of equal primary keys
+    in_run[1:] |= tie
+    in_run[:-1] |= tie
+    pos = np.flatnonzero(in_run)
+    rows = order[pos]  # the runs, each in index order: a stable sort keeps that order among equal keys
+    order[pos] = rows[np.lexsort([np.asarray(k)[rows] for k in keys])]
+    return order
+
 _OWN: dict = {
     "max_splits": [Interval(numbers.Integral, 0, None)],
     "exact_splits": ["boolean"],
@@ -212,7 +231,7 @@ class _OptimalTreeBase(TreeEstimator):
         keys = [y_key] + [E[:, j] for j in reversed(range(E.shape[1]))]
         if keep is not None:
             keys = [k[keep] for k in keys]
-        order = np.lexsort(keys)
+        order = _lexsort(keys)
         if keep is not None:
             order = np.flatnonzero(keep)[order]
         E = E[order]
