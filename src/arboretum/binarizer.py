@@ -280,7 +280,7 @@ def ensemble_cuts(
     weight = weight_all = _check_weights(sample_weight, n_samples)
     rows = None
     if n_samples > ENSEMBLE["max_rows"]:  # a fixed random subset of the rows
-        rows = np.sort(np.random.default_rng(0).choice(n_samples, ENSEMBLE["max_rows"], replace=False))
+        rows = _data.seeded_rows(n_samples, ENSEMBLE["max_rows"])
         target = target[rows]
         weight = None if weight is None else weight[rows]
     parts, owner = [], []
@@ -530,7 +530,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
         """The sorted rows the thresholds are chosen from (``subsample`` drawn with seed 0), or None for all."""
         if self.strategy == "all" or self.subsample is None or n_samples <= self.subsample:
             return None
-        return np.sort(np.random.default_rng(0).choice(n_samples, self.subsample, replace=False))
+        return _data.seeded_rows(n_samples, self.subsample)
 
     def _names(self) -> list[str] | None:
         return [str(n) for n in self.feature_names_in_] if hasattr(self, "feature_names_in_") else None

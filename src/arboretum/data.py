@@ -916,6 +916,12 @@ def raw_columns(X: Any, estimator: Any) -> tuple[np.ndarray, list]:
     return encode_columns(columns, cats, names), cats
 
 
+
+def seeded_rows(n: int, m: int, seed: int = 0) -> np.ndarray:
+    """``m`` of the row indices ``0 .. n-1``, drawn without replacement with ``seed``, sorted: the fixed
+    subsets that fits on large data work on (the same rows on every fit of the same size)."""
+    return np.sort(np.random.default_rng(seed).choice(n, m, replace=False))
+
 def _float_matrix_of(columns: Sequence[Any]) -> np.ndarray | None:
     """A view of the C-ordered float64 matrix whose columns ``columns`` are, in order (the columns
     :func:`read_columns` gives of such an array, or of its rows ``X[a:b]``), or None."""

@@ -389,7 +389,12 @@ def softplus(Z: np.ndarray) -> np.ndarray:
     return out
 
 
-def polytope_intensity(p: Mapping[str, np.ndarray], X: np.ndarray, rows: int = 16_384) -> np.ndarray:
+#: Rows per block where a function of every row and every expert of a polytope split is computed
+#: and reduced per row (the same values as at once, without n x K temporaries).
+BLOCK_ROWS = 16_384
+
+
+def polytope_intensity(p: Mapping[str, np.ndarray], X: np.ndarray, rows: int = BLOCK_ROWS) -> np.ndarray:
     """The committee intensity ``lambda(x) = sum_k r_k softplus(A_k . x + b_k)`` (float64).
 
     Computed ``rows`` rows at a time: each row's value is the same, and the temporaries stay a

@@ -395,7 +395,7 @@ class _OptimalTreeBase(TreeEstimator):
         cart = DecisionTreeClassifier(**kw) if labels is not None else DecisionTreeRegressor(**kw)
         fit_rows = slice(None)
         if max_rows is not None and n > max_rows:
-            fit_rows = np.sort(np.random.default_rng(0).choice(n, max_rows, replace=False))
+            fit_rows = _data.seeded_rows(n, max_rows)
         cart.fit(E[fit_rows], (labels if labels is not None else target)[fit_rows],
                  sample_weight=None if weight is None else weight[fit_rows])
         t = cart.tree_

@@ -27,7 +27,7 @@ from .. import data as _data
 from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
-from ..tree import POLYTOPE, Tree, TreeBuilder, polytope_intensity
+from ..tree import BLOCK_ROWS, POLYTOPE, Tree, TreeBuilder, polytope_intensity
 from . import search
 from ._torch import import_torch, resolve_device
 
@@ -105,7 +105,7 @@ def hold_out_groups(groups: np.ndarray, share: float, permutation: Any) -> np.nd
 
 
 
-def _column_std(E: np.ndarray, rows: int = 65_536) -> np.ndarray:
+def _column_std(E: np.ndarray, rows: int = BLOCK_ROWS) -> np.ndarray:
     """``E.std(0)``, the same values, a block of rows at a time (no ``n x d`` temporaries: on
     500,000 x 20, 160 MB of fresh memory that a virtual machine took a second to provide).
 
@@ -299,7 +299,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             delattr(self, name)
         self._set_stop(stop, "returning the tree grown so far" if stop != "completed" else "")
 
-    def _standardised(self, E: np.ndarray, rows: int = 65_536) -> np.ndarray:
+    def _standardised(self, E: np.ndarray, rows: int = BLOCK_ROWS) -> np.ndarray:
         """``[1, (E - mean) / scale]`` as float32, computed in float64 a block of rows at a time: the
         same values as at once, without two float64 copies of ``E`` (on 500,000 x 20, 160 MB of fresh
         memory, which a virtual machine may take seconds to provide)."""
@@ -321,7 +321,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
 
         rows = np.arange(E.shape[0])
         if rows.size > LINEAR_INIT_ROWS:
-            rows = np.sort(np.random.default_rng(seed).choice(rows, LINEAR_INIT_ROWS, replace=False))
+            rows = _data.seeded_rows(rows.size, LINEAR_INIT_ROWS, seed)
         X, yy = (E[rows] - self._mean) / self._scale, y[rows]  # the standardised columns of those rows
         alphas = np.logspace(-3, 4, 8)
         if self._task == "regression":

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..tree import BLOCK_ROWS as ROWS
 from ..tree import polytope_intensity, softplus
-
-#: Rows per block where a function of every row of ``X`` and every expert is reduced per row.
-ROWS = 16_384
 
 __all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask", "reference_as_paper",
            "paper_as_reference"]
