@@ -180,6 +180,16 @@ def cut_positions(
     return np.unique(pos)
 
 
+def _answers(split: BinarySplit, E: np.ndarray) -> np.ndarray:
+    """The yes/no answer (bool) of every row of an encoded matrix ``E`` to one question."""
+    x = E[:, split.column]
+    if split.kind == BINARY:
+        return x > 0.5
+    if split.kind == THRESHOLD:
+        return x <= split.threshold
+    return np.isin(x, split.categories)
+
+
 def _zero_one(values: np.ndarray) -> bool:
     """Whether distinct ``values`` are a subset of {0, 1}."""
     return values.size <= 2 and bool(np.all((values == 0) | (values == 1)))
@@ -733,20 +743,13 @@ class Binarizer(TransformerMixin, BaseEstimator):
                 # bytes written, not a strided pass over ``out`` per question (7x faster at 500,000 x 160).
                 t = np.array([self.splits_[k].threshold for k in cols.tolist()])
                 block = E[:, first.column, None] <= t
-                if cols[-1] - cols[0] == cols.size - 1 and np.all(np.diff(cols) == 1):
+                if np.all(np.diff(cols) == 1):
                     out[:, cols[0]:cols[-1] + 1] = block
                 else:
                     out[:, cols] = block
                 continue
             for k in cols.tolist():
-                s = self.splits_[k]
-                x = E[:, s.column]
-                if s.kind == BINARY:
-                    out[:, k] = x > 0.5
-                elif s.kind == THRESHOLD:
-                    out[:, k] = x <= s.threshold
-                else:
-                    out[:, k] = np.isin(x, s.categories)
+                out[:, k] = _answers(self.splits_[k], E)
         return out
 
     def transform(self, X: Any) -> np.ndarray:
@@ -773,14 +776,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
                 continue
             right_is_yes = self.splits_[int(cols[0])].kind == BINARY  # a 0/1 question sends 1 right
             for k in cols.tolist():
-                s = self.splits_[k]
-                x = E[:, s.column]
-                if s.kind == BINARY:
-                    yes = x > 0.5
-                elif s.kind == THRESHOLD:
-                    yes = x <= s.threshold
-                else:
-                    yes = np.isin(x, s.categories)
+                yes = _answers(self.splits_[k], E)
                 out[:, g] += yes if right_is_yes else ~yes
         return out
 

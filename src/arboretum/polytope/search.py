@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tree import BLOCK_ROWS as ROWS
-from ..tree import polytope_intensity, softplus
+from ..tree import BLOCK_ROWS, polytope_intensity, softplus
 
 __all__ = ["threshold_search", "impurity", "raw_committee", "effective_facets", "prune_mask", "reference_as_paper",
            "paper_as_reference"]
@@ -141,14 +140,14 @@ def printed_polytope(committee: dict, X: np.ndarray, t: float) -> dict:
         return {}
     A, flagged = committee["coefs"].T, committee["facet"] == 1
     offset = np.full(A.shape[1], -np.inf)
-    for a in range(0, X.shape[0], ROWS):  # a block of rows at a time: no n x K temporaries
-        on_left = left[a:a + ROWS]
+    for a in range(0, X.shape[0], BLOCK_ROWS):  # a block of rows at a time: no n x K temporaries
+        on_left = left[a:a + BLOCK_ROWS]
         if on_left.any():
-            offset = np.maximum(offset, (X[a:a + ROWS] @ A)[on_left].max(0))
+            offset = np.maximum(offset, (X[a:a + BLOCK_ROWS] @ A)[on_left].max(0))
     agree = 0
-    for a in range(0, X.shape[0], ROWS):
-        inside = np.all((X[a:a + ROWS] @ A)[:, flagged] <= offset[flagged], axis=1)
-        agree += int(np.count_nonzero(inside == left[a:a + ROWS]))
+    for a in range(0, X.shape[0], BLOCK_ROWS):
+        inside = np.all((X[a:a + BLOCK_ROWS] @ A)[:, flagged] <= offset[flagged], axis=1)
+        agree += int(np.count_nonzero(inside == left[a:a + BLOCK_ROWS]))
     return {"offset": offset, "agreement": np.array([agree / X.shape[0]])}
 
 
@@ -163,9 +162,9 @@ def effective_facets(committee: dict, X: np.ndarray, t: float, band: float = 0.1
     n, K = X.shape[0], r.shape[0]
     dist = np.empty(n)
     wins, n_near = np.zeros(K, dtype=np.int64), 0
-    for a in range(0, n, ROWS):  # a block of rows at a time: no n x K temporaries
-        terms = softplus(X[a:a + ROWS] @ A + b) * r
-        dist[a:a + ROWS] = d = np.abs(terms.sum(1) - t)
+    for a in range(0, n, BLOCK_ROWS):  # a block of rows at a time: no n x K temporaries
+        terms = softplus(X[a:a + BLOCK_ROWS] @ A + b) * r
+        dist[a:a + BLOCK_ROWS] = d = np.abs(terms.sum(1) - t)
         near = d <= band * abs(t)
         wins += np.bincount(np.argmax(terms[near], axis=1), minlength=K)
         n_near += int(near.sum())
