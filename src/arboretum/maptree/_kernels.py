@@ -127,6 +127,17 @@ _DEPTH_SALT = np.uint64(0xA0761D6478BD642F)
 # single call site (``_valid_split_stats``, ``_side_stats``, ``_sibling_stats``, ``_lookahead``)
 # costs 13 s more (30.5 s).
 
+# ``_probe`` is the exception among the large kernels: it has one call site (in ``run_search``) and
+# is inlined there, which saves its own module (a library of its own is optimised and compiled to
+# machine code once for itself and again inside each caller that links it).  Measured (cold
+# warm-up, wall s, quiet 2-core machine, 2 runs each): classification 12.4/12.5 -> 12.0/12.0,
+# regression 8.3 -> 7.9; certification times unchanged (``compare_versions.py``, 3 repeats:
+# hepatitis 1.01x, primary-tumor 0.99x, vote 0.95x).  Inlining ``expand_node`` (also called from
+# Python when seeding) or ``_propagate`` (two callers) costs more than it saves (14.3 s, 12.7 s).
+# The kernels bind ``nodes = graph.nodes`` once rather than reading ``graph.nodes.x`` field by
+# field: every ``graph.nodes`` temporary counts references on all of its arrays (19% less LLVM
+# IR on the classification path; compile time unchanged).
+
 # Kernels called only from other kernels and calling no ``overload`` (``_propagate``,
 # ``_node_columns``, ``_sized_bound``) are compiled without a CPython wrapper
 # (``no_cpython_wrapper=True``, as numba compiles every ``overload``): the wrapper unboxes each array
@@ -553,7 +564,8 @@ def _sized_bound(counts_row, d, m, G, Gsum, lconst, log_ps, log_pstop, E, logv, 
 @njit(cache=True)
 def write_node_stats(model, words, graph, node):
     """:func:`_node_stats` into row ``node`` of ``graph``, for callers outside the kernels."""
-    _node_stats(model, words, graph.nodes.or_counts, graph.nodes.or_stats, node)
+    nodes = graph.nodes
+    _node_stats(model, words, nodes.or_counts, nodes.or_stats, node)
 
 
 @njit(cache=True)
@@ -612,31 +624,33 @@ def new_or_node(node, d, no_split, m, model, tables, graph, ub_inf):
     Leaf likelihoods are densities there, so costs can be negative; only the
     prior terms are known to be non-negative, and the proofs use no more.
     """
-    nll = _leaf_nll(model, graph.nodes.or_counts, graph.nodes.or_stats, node)
-    graph.nodes.or_depth[node] = d
-    graph.links.or_and_count[node] = 0
-    graph.links.or_first_edge[node] = -1
-    graph.links.or_stamp[node] = 0
-    graph.links.or_best[node] = -1
-    graph.links.or_flags[node] = 0
+    nodes = graph.nodes
+    links = graph.links
+    nll = _leaf_nll(model, nodes.or_counts, nodes.or_stats, node)
+    nodes.or_depth[node] = d
+    links.or_and_count[node] = 0
+    links.or_first_edge[node] = -1
+    links.or_stamp[node] = 0
+    links.or_best[node] = -1
+    links.or_flags[node] = 0
     if no_split or d >= tables.max_depth:
         if not no_split:
             nll -= tables.log_pstop[d]  # a leaf by the depth limit: p_leaf = 1 - p_split(d)
-        graph.nodes.or_lb[node] = nll
-        graph.nodes.or_ub[node] = nll
-        graph.links.or_leaf[node] = nll
-        graph.links.or_expanded[node] = 1
+        nodes.or_lb[node] = nll
+        nodes.or_ub[node] = nll
+        links.or_leaf[node] = nll
+        links.or_expanded[node] = 1
         return
     leaf = -tables.log_pstop[d] + nll
-    graph.nodes.or_lb[node] = min(
+    nodes.or_lb[node] = min(
         leaf,
         _split_bound(
-            model, graph.nodes.or_counts, graph.nodes.or_stats, node, d, np.int64(m), tables.log_ps, tables.E, tables.logv
+            model, nodes.or_counts, nodes.or_stats, node, d, np.int64(m), tables.log_ps, tables.E, tables.logv
         ),
     )
-    graph.nodes.or_ub[node] = np.inf if ub_inf else leaf
-    graph.links.or_leaf[node] = graph.nodes.or_ub[node]
-    graph.links.or_expanded[node] = 0
+    nodes.or_ub[node] = np.inf if ub_inf else leaf
+    links.or_leaf[node] = nodes.or_ub[node]
+    links.or_expanded[node] = 0
 
 
 @njit(cache=True, inline="always")
@@ -717,28 +731,30 @@ def expand_node(o, words, data, model, tables, graph, bufs, ub_inf):
     only when their ``x = 1`` sides have the same size (or complementary
     sizes), so the check costs O(nv) integer comparisons per split.
     """
+    nodes = graph.nodes
+    links = graph.links
     M1 = data.M1
     dup_group = data.dup_group
     group_size = data.group_size
     scratch = bufs.scratch
     valid_f = bufs.valid_f
     n1_buf = bufs.n1_buf
-    or_counts = graph.nodes.or_counts
-    or_stats = graph.nodes.or_stats
-    or_depth = graph.nodes.or_depth
-    or_h1 = graph.nodes.or_h1
-    or_h2 = graph.nodes.or_h2
-    ht_val = graph.nodes.ht_val
-    or_expanded = graph.links.or_expanded
-    or_leaf = graph.links.or_leaf
-    or_and_count = graph.links.or_and_count
-    or_first_edge = graph.links.or_first_edge
-    and_feature = graph.links.and_feature
-    and_parent = graph.links.and_parent
-    and_child0 = graph.links.and_child0
-    and_child1 = graph.links.and_child1
-    edge_next = graph.links.edge_next
-    counters = graph.nodes.counters
+    or_counts = nodes.or_counts
+    or_stats = nodes.or_stats
+    or_depth = nodes.or_depth
+    or_h1 = nodes.or_h1
+    or_h2 = nodes.or_h2
+    ht_val = nodes.ht_val
+    or_expanded = links.or_expanded
+    or_leaf = links.or_leaf
+    or_and_count = links.or_and_count
+    or_first_edge = links.or_first_edge
+    and_feature = links.and_feature
+    and_parent = links.and_parent
+    and_child0 = links.and_child0
+    and_child1 = links.and_child1
+    edge_next = links.edge_next
+    counters = nodes.counters
     F, W = M1.shape
     d = or_depth[o]
     n, nv = _valid_splits(words, M1, valid_f, n1_buf)
@@ -747,53 +763,51 @@ def expand_node(o, words, data, model, tables, graph, bufs, ub_inf):
     if nv == 0:
         or_leaf[o] = nll  # no valid split: p_leaf = 1
         or_and_count[o] = 0
-        _propagate(o, graph, bufs, np.uint8(0))
-        counters[C_N_EXP] += 1
-        return
-    or_leaf[o] = -tables.log_pstop[d] + nll
-    graph.links.or_pen[o] = -tables.log_ps[d] + tables.log_int[nv]
-    a0 = counters[C_N_AND]
-    graph.links.or_and_start[o] = a0
-    kept = 0
-    for j in range(nv):
-        f = valid_f[j]
-        if _same_partition_as_kept(words, f, n1_buf[j], n, M1, and_feature, n1_buf, a0, kept):
-            continue
-        a = a0 + kept
-        n1_buf[kept] = n1_buf[j]  # n1_buf[:kept] now holds the kept splits' counts (kept <= j)
-        kept += 1
-        for side in range(2):
-            if side == 1:
-                for w in range(W):
-                    scratch[w] = words[w] & M1[f, w]
-                total = n1_buf[kept - 1]
-            else:
-                for w in range(W):
-                    scratch[w] = words[w] & ~M1[f, w]
-                total = n - n1_buf[kept - 1]
-            h1, h2 = hash_words128(scratch)
-            child, slot = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
-            if child < 0:
-                child = counters[C_N_OR]
-                counters[C_N_OR] += 1
-                _node_stats(model, scratch, or_counts, or_stats, child)
-                no_split = _no_split(scratch, total, dup_group, group_size)
-                new_or_node(child, d + 1, no_split, total, model, tables, graph, ub_inf)
-                or_h1[child] = h1
-                or_h2[child] = h2
-                ht_val[slot] = child
-                counters[C_HT_USED] += 1
-            e = 2 * a + side
-            edge_next[e] = or_first_edge[child]
-            or_first_edge[child] = e
-            if side == 0:
-                and_child0[a] = child
-            else:
-                and_child1[a] = child
-        and_feature[a] = f
-        and_parent[a] = o
-    or_and_count[o] = kept
-    counters[C_N_AND] = a0 + kept
+    else:
+        or_leaf[o] = -tables.log_pstop[d] + nll
+        links.or_pen[o] = -tables.log_ps[d] + tables.log_int[nv]
+        a0 = counters[C_N_AND]
+        links.or_and_start[o] = a0
+        kept = 0
+        for j in range(nv):
+            f = valid_f[j]
+            if _same_partition_as_kept(words, f, n1_buf[j], n, M1, and_feature, n1_buf, a0, kept):
+                continue
+            a = a0 + kept
+            n1_buf[kept] = n1_buf[j]  # n1_buf[:kept] now holds the kept splits' counts (kept <= j)
+            kept += 1
+            for side in range(2):
+                if side == 1:
+                    for w in range(W):
+                        scratch[w] = words[w] & M1[f, w]
+                    total = n1_buf[kept - 1]
+                else:
+                    for w in range(W):
+                        scratch[w] = words[w] & ~M1[f, w]
+                    total = n - n1_buf[kept - 1]
+                h1, h2 = hash_words128(scratch)
+                child, slot = ht_find(h1, h2, d + 1, ht_val, or_h1, or_h2, or_depth)
+                if child < 0:
+                    child = counters[C_N_OR]
+                    counters[C_N_OR] += 1
+                    _node_stats(model, scratch, or_counts, or_stats, child)
+                    no_split = _no_split(scratch, total, dup_group, group_size)
+                    new_or_node(child, d + 1, no_split, total, model, tables, graph, ub_inf)
+                    or_h1[child] = h1
+                    or_h2[child] = h2
+                    ht_val[slot] = child
+                    counters[C_HT_USED] += 1
+                e = 2 * a + side
+                edge_next[e] = or_first_edge[child]
+                or_first_edge[child] = e
+                if side == 0:
+                    and_child0[a] = child
+                else:
+                    and_child1[a] = child
+            and_feature[a] = f
+            and_parent[a] = o
+        or_and_count[o] = kept
+        counters[C_N_AND] = a0 + kept
     _propagate(o, graph, bufs, np.uint8(0))
     counters[C_N_EXP] += 1
 
@@ -832,9 +846,10 @@ def _same_partition_as_kept(words, f, n1, n, M1, and_feature, n1_kept, a0, kept)
 def _creation_bound(model, data, tables, graph, words, total, tmp, d, ub_inf):
     """The (LB, UB) :func:`new_or_node` would give a new node with sample set ``words`` (``total``
     samples) at depth ``d``; its statistics go to the scratch row ``tmp`` of ``graph``."""
-    _node_stats(model, words, graph.nodes.or_counts, graph.nodes.or_stats, tmp)
+    nodes = graph.nodes
+    _node_stats(model, words, nodes.or_counts, nodes.or_stats, tmp)
     return _bounds_from_stats(
-        model, words, total, data.dup_group, data.group_size, graph.nodes.or_counts, graph.nodes.or_stats, tmp, d,
+        model, words, total, data.dup_group, data.group_size, nodes.or_counts, nodes.or_stats, tmp, d,
         tables.log_ps, tables.log_pstop, tables.E, tables.logv, ub_inf, tables.max_depth,
     )
 
@@ -986,7 +1001,7 @@ def _side_stats_impl(model, words, M1, f, cnt, j, scratch, need_words, or_counts
     return copied
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
     """The lower bound that expanding OR node ``o`` (sample set ``words``) would give, without
     creating any node: ``min(leaf cost, pen + min over valid f of (b(o_f0) + b(o_f1)))``.
@@ -1453,21 +1468,23 @@ def _propagate(start, graph, bufs, probed):
     node without valid splits is passed on like any other change (the
     reference forgets it, spec §3.6).
     """
-    or_lb = graph.nodes.or_lb
-    or_ub = graph.nodes.or_ub
-    or_leaf = graph.links.or_leaf
-    or_pen = graph.links.or_pen
-    or_and_start = graph.links.or_and_start
-    or_and_count = graph.links.or_and_count
-    or_first_edge = graph.links.or_first_edge
-    or_stamp = graph.links.or_stamp
-    or_best = graph.links.or_best
-    or_flags = graph.links.or_flags
-    and_parent = graph.links.and_parent
-    and_child0 = graph.links.and_child0
-    and_child1 = graph.links.and_child1
-    edge_next = graph.links.edge_next
-    counters = graph.nodes.counters
+    nodes = graph.nodes
+    links = graph.links
+    or_lb = nodes.or_lb
+    or_ub = nodes.or_ub
+    or_leaf = links.or_leaf
+    or_pen = links.or_pen
+    or_and_start = links.or_and_start
+    or_and_count = links.or_and_count
+    or_first_edge = links.or_first_edge
+    or_stamp = links.or_stamp
+    or_best = links.or_best
+    or_flags = links.or_flags
+    and_parent = links.and_parent
+    and_child0 = links.and_child0
+    and_child1 = links.and_child1
+    edge_next = links.edge_next
+    counters = nodes.counters
     counters[C_STAMP] += 1
     stamp = counters[C_STAMP]
     cur = bufs.buf_a
@@ -1548,22 +1565,24 @@ def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule,
     means that node is solved).  Bounds are propagated to every ancestor
     either way, so the graph stays consistent.
     """
+    nodes = graph.nodes
+    links = graph.links
     M1 = data.M1
-    or_lb = graph.nodes.or_lb
-    or_ub = graph.nodes.or_ub
-    or_expanded = graph.links.or_expanded
-    or_best = graph.links.or_best
-    or_flags = graph.links.or_flags
-    and_feature = graph.links.and_feature
-    and_child0 = graph.links.and_child0
-    and_child1 = graph.links.and_child1
-    counters = graph.nodes.counters
+    or_lb = nodes.or_lb
+    or_ub = nodes.or_ub
+    or_expanded = links.or_expanded
+    or_best = links.or_best
+    or_flags = links.or_flags
+    and_feature = links.and_feature
+    and_child0 = links.and_child0
+    and_child1 = links.and_child1
+    counters = nodes.counters
     words = bufs.words
     scratch = bufs.scratch
     F, W = M1.shape
     cap_or = or_lb.shape[0]
     cap_and = and_feature.shape[0]
-    cap_ht = graph.nodes.ht_val.shape[0]
+    cap_ht = nodes.ht_val.shape[0]
     for _ in range(max_iter):
         if or_lb[start] >= or_ub[start]:
             return STATUS_SOLVED
@@ -1614,16 +1633,15 @@ def run_search(data, model, tables, graph, bufs, root_words, max_iter, tie_rule,
         if do_probe:
             vub = np.inf
             vf = -1
-            if not (or_flags[o] & _PROBED):
-                or_flags[o] |= _PROBED
-                v, vub, vf = _probe(o, words, scratch, data, model, tables, graph.nodes, ub_inf)
-            elif not _has_depth2(model):
-                # Regression's second visit: depth 1 again (children stored since may know more).
-                or_flags[o] |= _PROBED2
-                v, vub, vf = _probe(o, words, scratch, data, model, tables, graph.nodes, ub_inf)
+            first = not (or_flags[o] & _PROBED)
+            if first or not _has_depth2(model):
+                # Depth 1: the first visit, or regression's second (children stored since may
+                # know more).  One call site: _probe is inlined (see the inlining policy above).
+                or_flags[o] |= _PROBED if first else _PROBED2
+                v, vub, vf = _probe(o, words, scratch, data, model, tables, nodes, ub_inf)
             else:
                 or_flags[o] |= _PROBED2
-                v = _lookahead(model, o, words, scratch, data, tables, graph.nodes, ub_inf, PROBE2_ROWS)
+                v = _lookahead(model, o, words, scratch, data, tables, nodes, ub_inf, PROBE2_ROWS)
             counters[C_N_PROBE] += 1
             changed = np.uint8(0)
             if vub < or_ub[o]:
