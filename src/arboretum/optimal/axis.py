@@ -418,19 +418,19 @@ def solve_axis(X: np.ndarray, obj, max_splits: int, *, nmin: int = 0, depth: int
     X = np.ascontiguousarray(X, dtype=np.float64)
     N, D = X.shape
     search = _Search(X, obj, nmin, deadline, progress)
-    # Each column's sort order and sorted values, one row per column: sorted as rows of the
-    # transposed copy (the same stable permutation as down the strided columns, 2.5x faster and
-    # with fewer n x d copies on 500,000 x 20), a column at a time so that the clock is read
-    # between columns (0.85 s for all 20 columns of 500,000 rows here): stopped, no tree.
-    XT = np.ascontiguousarray(X.T)
+    # Each column's sort order and sorted values, one row per column, a column at a time so that
+    # the clock is read between columns (0.85 s for the 20 columns of 500,000 rows here): stopped,
+    # no tree.  Each column is copied into one contiguous buffer first (the same stable
+    # permutation as sorting the strided column, 2.5x faster, and no transposed copy of X).
     ords = np.empty((D, N), dtype=np.int64)
     vals = np.empty((D, N), dtype=np.float64)
+    col = np.empty(N, dtype=np.float64)
     for j in range(D):
         if search._out_of_time():
             return Solution(math.inf, None, (), False, 0, 0)
-        ords[j] = np.argsort(XT[j], kind="stable")
-        np.take(XT[j], ords[j], out=vals[j])
-    del XT
+        col[:] = X[:, j]
+        ords[j] = np.argsort(col, kind="stable")
+        np.take(col, ords[j], out=vals[j])
     bound = math.inf if incumbent is None else incumbent * (1 + 1e-12) + search.gain
     res = search.solve(ords, vals, max_splits, depth, bound) if N > 0 else None
     optimal = not search.stopped
