@@ -904,23 +904,25 @@ def label_order(labels: np.ndarray, declared: list | None) -> np.ndarray:
     return arr
 
 
-def raw_columns(X: Any, estimator: Any) -> tuple[np.ndarray, list]:
+def raw_columns(X: Any, estimator: Any, *, borrow: bool = False) -> tuple[np.ndarray, list]:
     """``X`` at fit as one float matrix for the models that split raw values (the optimal and
     polytope trees): numbers as they are, categories as the codes of their :func:`label_order`;
-    with the category labels of every column (None for numeric ones)."""
+    with the category labels of every column (None for numeric ones).  ``borrow``: as
+    :func:`encode_columns` (a caller that only reads the matrix gets a C-ordered float64 ``X``
+    itself)."""
     columns, _, names = read_columns(X, estimator, reset=True)
     cats: list = []
     for j, col in enumerate(columns):
         kind, declared = column_kind(col, j, names)
         cats.append(None if kind in ("binary", "numeric") else label_order(label_values(col, j, names), declared))
-    return encode_columns(columns, cats, names), cats
-
+    return encode_columns(columns, cats, names, borrow=borrow), cats
 
 
 def seeded_rows(n: int, m: int, seed: int = 0) -> np.ndarray:
     """``m`` of the row indices ``0 .. n-1``, drawn without replacement with ``seed``, sorted: the fixed
     subsets that fits on large data work on (the same rows on every fit of the same size)."""
     return np.sort(np.random.default_rng(seed).choice(n, m, replace=False))
+
 
 def _float_matrix_of(columns: Sequence[Any]) -> np.ndarray | None:
     """A view of the C-ordered float64 matrix whose columns ``columns`` are, in order (the columns

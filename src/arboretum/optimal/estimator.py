@@ -224,7 +224,7 @@ class _OptimalTreeBase(TreeEstimator):
         first minimiser in rule order, spec G20) depends neither on the order
         of the rows nor on whether a sample is repeated or weighted.
         """
-        E, cats = _data.raw_columns(X, self)
+        E, cats = _data.raw_columns(X, self, borrow=True)  # reordered below (a copy): X is never written
         self.binarizer_ = None
         keep = None if weight is None else weight > 0
         y_key = labels if labels is not None else target
