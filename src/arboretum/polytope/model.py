@@ -434,7 +434,8 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
     """Algorithm 1 (spec §3.2): mini-batch Adam on the soft objective, annealing ``tau`` after every epoch.
 
     A fresh Adam per call (spec A4).  Returns ``"completed"``, ``"time_limit"`` (``s.expired()``
-    became true between two epochs) or ``"failed"`` (the loss became NaN; the parameters of the
+    became true between two epochs, or between two batches after the first epoch: the steps of
+    that part of an epoch are kept, with no row in ``p.history``) or ``"failed"`` (the loss became NaN; the parameters of the
     last finite epoch are kept).  Appends one ``(epoch, data loss, penalised loss, tau)`` row per
     epoch to ``p.history`` (means over the epoch's batches; the data loss is the mean over units, the
     penalised loss their sum).
@@ -467,7 +468,11 @@ def _epochs(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, gene
         perm = torch.randperm(n, generator=generator).to(Xt.device)
         sum_data = torch.zeros((), device=Xt.device)
         sum_total = torch.zeros((), device=Xt.device)
+        stopped = False
         for idx in torch.tensor_split(perm, n_batches):
+            if epoch > 0 and s.expired():  # after a whole epoch the clock is read between batches too
+                stopped = True
+                break
             data, loss = objective(p, Xt[idx], target[idx], s, w, n, idx)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -484,6 +489,8 @@ def _epochs(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, gene
                 for a, old in zip(params, saved):
                     a.copy_(old)
             return "failed"
+        if stopped:  # a part of an epoch: its steps are kept, with no history row and no annealing
+            return "time_limit"
         p.tau += s.steepness_inc
         p.history.append((epoch, mean_data, mean_total, float(p.tau.mean())))
         if s.progress is not None:
