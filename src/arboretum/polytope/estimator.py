@@ -893,7 +893,8 @@ _DOC_PARAMS = """
     n_jobs : int or None, default=None
         PyTorch CPU threads during the fit (None: 1; -1: every core).  Restored afterwards.
     time_limit : float or None, default=60
-        Seconds for the whole fit, checked between epochs; when it runs out the tree grown so far
+        Seconds for the whole fit, checked between epochs (and between batches after a level's
+        first epoch); when it runs out the tree grown so far
         is returned (with a ``LimitWarning``), unrefined if refinement had not finished.  Stumps
         whose training it stopped after at least one epoch are still cut at their best threshold
         and kept where that lowers the node's impurity, so a short limit on many rows returns a
