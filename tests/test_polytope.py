@@ -527,11 +527,13 @@ def test_time_limit_stops_cleanly():
 
 @pytest.mark.parametrize("best_first", [False, True])
 def test_a_stumps_training_stopped_by_the_limit_still_splits(monkeypatch, best_first):
-    """Anytime: when the limit stops a level's training after some epochs, its stumps are still cut
+    """Anytime: when the limit stops a level's training after some steps, its stumps are still cut
     at their best threshold and kept where that lowers the impurity (a 0.5 s limit on 20,000 rows
     used to return a single leaf); stopped before any epoch, the node stays a leaf."""
+    from arboretum import _compile
     from arboretum.base import FitClock
 
+    _compile.warm_up("polytope")  # its tiny fit would run under the patched clock when this test runs first
     X = np.random.default_rng(0).normal(size=(400, 3))
     y = (X[:, 0] + X[:, 1] > 0).astype(int)
     for epochs_before_stop, leaves in [(2, 2), (0, 1)]:
@@ -551,6 +553,53 @@ def test_a_stumps_training_stopped_by_the_limit_still_splits(monkeypatch, best_f
         assert clf.tree_.n_leaves == leaves and not clf.refined_
         if leaves == 2:  # the cut lowers the training impurity, as a completed stump's must
             assert clf.score(X, y) > max(y.mean(), 1 - y.mean()) + 0.1
+
+
+def test_a_stopped_level_cuts_only_its_restart_of_least_soft_loss(monkeypatch):
+    """Stopped by the limit, a level cuts one restart per node (each cut is a pass over the node's
+    rows after the limit): the one of least soft loss on the rows it trained on."""
+    from arboretum import _compile
+    from arboretum.base import FitClock
+    from arboretum.polytope.estimator import _ConvexPolytopeTreeBase as _PolytopeTree
+
+    _compile.warm_up("polytope")  # its tiny fit would run under the patches below otherwise
+    X = np.random.default_rng(1).normal(size=(400, 3))
+    y = (X[:, 0] - X[:, 2] > 0).astype(int)
+    epochs, cuts, losses = [], [], []
+    schedule, cut, loss = model.prior_schedule, _PolytopeTree._cut, model.held_out_loss
+    monkeypatch.setattr(model, "prior_schedule", lambda *a, **k: (epochs.append(1), schedule(*a, **k))[1])
+    monkeypatch.setattr(FitClock, "expired", lambda self: len(epochs) >= 2)
+    monkeypatch.setattr(_PolytopeTree, "_cut", lambda self, lam, *a: (cuts.append(lam), cut(self, lam, *a))[1])
+    monkeypatch.setattr(model, "held_out_loss", lambda *a: (losses.append(loss(*a)), losses[-1])[1])
+    with pytest.warns(arboretum.LimitWarning, match="time_limit"):
+        clf = quick(max_depth=2, n_restarts=3, time_limit=60).fit(X, y)
+    assert len(cuts) == 1 and len(losses) == 1 and losses[0].shape == (1, 3)  # one node, three restarts
+    assert clf.tree_.n_leaves == 2
+    u = int(losses[0].argmin())
+    restarts = clf.tree_.polytopes[0]  # the kept committee is restart u's: its intensity is the cut one
+    assert np.allclose(polytope_intensity(restarts, X), cuts[0]) and 0 <= u < 3
+
+
+def test_training_leaves_the_cut_its_time(monkeypatch):
+    """A level's training stops CUT_PASSES initialisation passes before the limit, so that cutting
+    after it stays within the limit; when that is already past, the node stays a leaf."""
+    import time as _time
+
+    from arboretum import _compile
+    from arboretum.polytope import estimator as est_mod
+
+    _compile.warm_up("polytope")
+    X = np.random.default_rng(2).normal(size=(400, 3))
+    y = (X[:, 0] > 0).astype(int)
+    init = model.init_level
+    monkeypatch.setattr(model, "init_level", lambda *a, **k: (_time.sleep(0.4), init(*a, **k))[1])
+    t0 = _time.perf_counter()
+    with pytest.warns(arboretum.LimitWarning, match="time_limit"):
+        clf = quick(max_depth=2, time_limit=1.0).fit(X, y)  # 3 x 0.4 s reserved: no time left to train
+    assert clf.tree_.n_leaves == 1 and clf.stop_reason_ == "time_limit" and est_mod.CUT_PASSES == 3
+    assert _time.perf_counter() - t0 < 1.0 + 0.5
+    monkeypatch.setattr(model, "init_level", init)
+    assert quick(max_depth=2, time_limit=60).fit(X, y).tree_.n_leaves >= 2  # with time: a split
 
 
 def test_device_choice(monkeypatch):

@@ -48,28 +48,34 @@ def test_held_out_loss_is_the_per_node_level_loss():
     np.testing.assert_allclose(per.sum(0).numpy(), model.grouped_entropy(pi, Yv, node_v, 2).numpy(), rtol=1e-12)
 
 
-def test_the_clock_is_read_between_batches_after_the_first_epoch():
-    """A limit reached during the second epoch stops it between two batches (on 500,000 rows an epoch
-    takes about a second): the steps taken are kept, with no history row and no annealing; the first
-    epoch always ends, so that a stopped stump has learned something to cut on."""
+def test_the_clock_is_read_between_batches_after_the_first_step():
+    """A limit reached during an epoch stops it between two batches (on 500,000 rows an epoch takes
+    about a second): the steps taken are kept (``p.steps`` counts them), with no history row and no
+    annealing for the part epoch; the first step is always taken, so that a stopped stump has
+    learned something to cut on."""
     p, s, gen, (X, Y), _ = _level()  # 200 rows in batches of 64: 4 batches per epoch
     calls = []
 
     def expired():
-        calls.append(len(p.history))
-        return len(calls) == 5  # 1: epoch 0's start; 2: epoch 1's; 3, 4: its first two batches; 5: stop
+        calls.append((len(p.history), p.steps))
+        return len(calls) == 7  # epoch 0: its start and batches 2-4; epoch 1: its start, batch 1; stop
 
     s.expired = expired
     before = [a.detach().clone() for a in p.trainable()]
     assert model.train(p, X, Y, s, gen) == "time_limit"
-    assert len(p.history) == 1 and calls == [0, 1, 1, 1, 1]  # epoch 0 read the clock once, at its start
-    tau_after_one = p.tau.clone()
+    assert calls == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 4), (1, 4), (1, 5)]
+    assert len(p.history) == 1 and p.steps == 5
     assert all(not torch.equal(a, b) for a, b in zip(p.trainable(), before))
-    # the same two epochs' worth of steps without the stop: epoch 1's history row and annealing
+    tau_after_one = p.tau.clone()
+    # without the stop: epoch 1's history row and annealing
     p2, s2, gen2, (X2, Y2), _ = _level()
     s2.epochs = 2
     assert model.train(p2, X2, Y2, s2, gen2) == "completed"
-    assert len(p2.history) == 2 and torch.all(p2.tau > tau_after_one)
+    assert len(p2.history) == 2 and p2.steps == 8 and torch.all(p2.tau > tau_after_one)
+    # stopped before the first step: nothing learned
+    p3, s3, gen3, (X3, Y3), _ = _level()
+    s3.expired = lambda: True
+    assert model.train(p3, X3, Y3, s3, gen3) == "time_limit" and p3.steps == 0 and not p3.history
 
 
 def test_early_stopping_keeps_each_units_best_epoch(monkeypatch):

@@ -349,6 +349,7 @@ class Params:
     children: torch.Tensor | None = None  # (M, 2) children of a tree's nodes: path-pruned refinement
     a: torch.Tensor | None = None  # (U, M) slopes of the reference gate (then ``t`` holds its offsets c)
     history: list = field(default_factory=list)
+    steps: int = 0  # optimiser steps taken (a stopped training learned something iff > 0)
 
     def trainable(self) -> list[torch.Tensor]:
         """What Adam updates: ``B``, ``rho`` and ``t``, or ``B``, ``a`` and ``c`` for the reference gate."""
@@ -434,8 +435,8 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
     """Algorithm 1 (spec §3.2): mini-batch Adam on the soft objective, annealing ``tau`` after every epoch.
 
     A fresh Adam per call (spec A4).  Returns ``"completed"``, ``"time_limit"`` (``s.expired()``
-    became true between two epochs, or between two batches after the first epoch: the steps of
-    that part of an epoch are kept, with no row in ``p.history``) or ``"failed"`` (the loss became NaN; the parameters of the
+    became true between two epochs, or between two batches after the first step: the steps of
+    that part of an epoch are kept, with no row in ``p.history``; ``p.steps`` counts them) or ``"failed"`` (the loss became NaN; the parameters of the
     last finite epoch are kept).  Appends one ``(epoch, data loss, penalised loss, tau)`` row per
     epoch to ``p.history`` (means over the epoch's batches; the data loss is the mean over units, the
     penalised loss their sum).
@@ -470,13 +471,14 @@ def _epochs(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, gene
         sum_total = torch.zeros((), device=Xt.device)
         stopped = False
         for idx in torch.tensor_split(perm, n_batches):
-            if epoch > 0 and s.expired():  # after a whole epoch the clock is read between batches too
+            if p.steps > 0 and s.expired():  # after the first step the clock is read between batches too
                 stopped = True
                 break
             data, loss = objective(p, Xt[idx], target[idx], s, w, n, idx)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            p.steps += 1
             with torch.no_grad():
                 if p.a is None:
                     p.rho.clamp_(min=RHO_MIN)
