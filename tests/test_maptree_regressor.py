@@ -238,6 +238,39 @@ def test_matches_oracle_on_random_small_data(seed):
         assert reg.prior_ == prior
 
 
+def test_without_leaf_shares_the_bound_is_looser_and_the_answer_the_same(monkeypatch):
+    """``leaf_shares=False`` leaves out the costliest bound table: the root bound is no tighter and
+    the certified optimum is the oracle's.  The estimator leaves it out when its limit has passed
+    before the search is built (no search follows to use it)."""
+    from arboretum.maptree import estimator as est_mod
+
+    rng = np.random.default_rng(5)
+    for i in range(6):
+        X, y = _random_dataset(rng, duplicates=bool(i % 2))
+        prior = _nig(y, None, _prior_kwargs(i))
+        oracle = RegressionOracle(X, y, alpha=0.95, beta=0.5, prior=prior)
+        opt = oracle.value(oracle.root, 0)
+        full = RegressionSearch(X, y, 0.95, 0.5, prior)
+        loose = RegressionSearch(X, y, 0.95, 0.5, prior, leaf_shares=False)
+        assert np.all(loose.R[:, 4] == -np.inf) and np.all(np.isfinite(full.R[:, 4]))
+        assert loose.lower_bound <= full.lower_bound + 1e-12
+        loose.run()
+        assert loose.solved and loose.upper_bound == pytest.approx(opt, abs=1e-8)
+    seen = []
+    real = est_mod.RegressionSearch
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["leaf_shares"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(est_mod, "RegressionSearch", spy)
+    X, y = _random_dataset(np.random.default_rng(6))
+    MAPTreeRegressor(time_limit=None).fit(X, y)
+    with pytest.warns(Warning, match="time_limit"):
+        MAPTreeRegressor(time_limit=1e-9).fit(X, y)
+    assert seen == [True, False]
+
+
 @pytest.mark.parametrize("probe", [True, False])
 def test_search_invariants_and_admissibility_on_every_node(probe):
     """After every expansion: spec §4.3 invariants, monotone bounds, UB = exact cost of the incumbent;
