@@ -212,3 +212,25 @@ def test_tiny_time_limit_is_never_worse_than_depth_two_cart(big_classification, 
     wall = _timed_fit(clf, X, y)
     assert clf.stop_reason_ == "time_limit" and wall < 0.01 + MARGIN
     assert _own_log_posterior(clf, X, y) >= max(_cart_log_posteriors(clf, X, y, (2,))) - 1e-6
+
+
+def test_search_stops_before_a_growth_step_that_would_pass_the_limit():
+    """Growing the graph copies every array into new memory and cannot be interrupted: when the last
+    large step's seconds per byte say the next one would end after the limit, the search stops
+    there (stop reason time_limit) instead of growing past it."""
+    from arboretum.maptree.search import GROW_RATE_BYTES, AndOrSearch
+
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 40)) < 0.5
+    y = (X[:, 0] ^ X[:, 1] ^ X[:, 2] ^ (rng.random(400) < 0.3)).astype(np.int64)
+    grown = AndOrSearch(X, y, 2)
+    before = grown.nbytes
+    grown.run(max_expansions=3000, time_limit=60)
+    assert grown.nbytes > before  # this problem needs growth steps
+    slow = AndOrSearch(X, y, 2)
+    slow._grow_rate = 1.0  # one second per byte: any step would pass any limit
+    t0 = time.perf_counter()
+    result = slow.run(max_expansions=3000, time_limit=60)
+    assert result.stop_reason == "time_limit" and time.perf_counter() - t0 < 30
+    assert slow.nbytes == before and not result.optimal
+    assert GROW_RATE_BYTES >= 2**20  # small steps are not timed
