@@ -216,8 +216,8 @@ def test_tiny_time_limit_is_never_worse_than_depth_two_cart(big_classification, 
 
 def test_search_stops_before_a_growth_step_that_would_pass_the_limit():
     """Growing the graph copies every array into new memory and cannot be interrupted: when the last
-    large step's seconds per byte say the next one would end after the limit, the search stops
-    there (stop reason time_limit) instead of growing past it."""
+    large step's seconds per copied byte say the next one would end past the limit's tolerance, the
+    search stops there (stop reason time_limit) instead of growing past it."""
     from arboretum.maptree.search import GROW_RATE_BYTES, AndOrSearch
 
     rng = np.random.default_rng(0)

@@ -45,11 +45,13 @@ FOCUS_SHARE = 0.5
 #: far (at least CHUNK_MIN): the history, recorded between chunks, then has evenly many rows per
 #: decade of work (100-200), and the chunks, so the search, do not depend on the clock.  A chunk
 #: that takes longer than CHUNK_SECONDS_MAX (or 1/50 of the time limit) halves the largest chunk,
-#: so that limits stay honoured closely.
+#: so that limits stay honoured closely.  The first chunks hold 1, 2, 4, ... iterations up to
+#: CHUNK_MIN, doubling while each takes under a quarter of that: near the root of 500,000 samples
+#: one iteration takes 0.05-0.4 s, and a first chunk of 16 took 0.8 s.
 CHUNK_SHARE = 0.02
 CHUNK_MIN = 16
 CHUNK_SECONDS_MAX = 0.2
-#: Growth steps of at least this many new bytes time the cost of growing (``_grow_would_pass``).
+#: Growth steps from at least this many bytes time the cost of growing (``_grow_would_pass``).
 GROW_RATE_BYTES = 16 * 2**20
 #: ``Tables.max_depth`` without a depth limit (deeper than any tree of 2**30 samples).
 NO_DEPTH_LIMIT = 2**30
@@ -347,16 +349,17 @@ class AndOrSearch:
         return cap_or * per_or + cap_and * per_and + cap_ht * self.ht_val.itemsize
 
     def _grow_would_pass(self, deadline: float) -> bool:
-        """Whether the next growth step (at most a doubling) is expected to end after ``deadline``
-        (a ``time.perf_counter()`` value), at the seconds per byte the last large growth took.
+        """Whether the next growth step is expected to end after ``deadline`` (a
+        ``time.perf_counter()`` value), at the seconds per copied byte the last large step took.
 
         Growing copies every array into new memory and cannot be interrupted.  Its cost is the
-        new memory's: on a virtual machine that maps fresh memory slowly, 2.7 s for 196 MB at
-        16 s into a 30 s search on mushroom, and a doubling after that ran the fit to 34.5 s."""
+        new memory's: on a virtual machine that maps fresh memory slowly, 2.3-2.7 s for 292 MB
+        about 16 s into a 30 s search on mushroom, and a step after that ran the fit to 34.5 s.
+        The caller passes its limit plus the share of the documented tolerance (10% + 0.5 s) that
+        it leaves to growth."""
         if self._grow_rate <= 0.0:
             return False
-        grown = self._plan_nbytes(self._growth_plan(2.0)) - self.nbytes
-        return time.perf_counter() + self._grow_rate * grown > deadline
+        return time.perf_counter() + self._grow_rate * self.nbytes > deadline
 
     def _try_grow(self, memory_limit: int | None) -> bool:
         """Grow the arrays within ``memory_limit`` (bytes); False when even the smallest step
@@ -400,8 +403,8 @@ class AndOrSearch:
             self.ht_val = val
         self._views()
         self.peak_bytes = max(self.peak_bytes, self.nbytes)
-        if self.nbytes - before >= GROW_RATE_BYTES:  # small steps time the allocator, not the memory
-            self._grow_rate = (time.perf_counter() - t0) / (self.nbytes - before)
+        if before >= GROW_RATE_BYTES:  # small steps time the allocator, not the memory
+            self._grow_rate = (time.perf_counter() - t0) / before  # seconds per byte copied
 
     # -- running ---------------------------------------------------------------------------
     @property
@@ -497,7 +500,7 @@ class AndOrSearch:
         """
         t0 = time.perf_counter()
         self.history.start(*self._state())
-        chunk = CHUNK_MIN
+        chunk = floor = 1  # the least chunk: doubled up to CHUNK_MIN by fast chunks
         cap = 1 << 20  # the largest chunk; halved by slow chunks
         total = 0  # iterations (expansions and probes) of this run
         longest = CHUNK_SECONDS_MAX
@@ -544,8 +547,10 @@ class AndOrSearch:
             total += did
             dt = time.perf_counter() - t1
             if status == K.STATUS_GROW:
-                if time_limit is not None and self._grow_would_pass(t0 + time_limit):
-                    reason = "time_limit"  # stop now rather than after the limit
+                # stop now rather than grow past the limit's tolerance (10% + 0.5 s), keeping 0.25 s
+                # of it for what follows the search
+                if time_limit is not None and self._grow_would_pass(t0 + 1.1 * time_limit + 0.25):
+                    reason = "time_limit"
                     break
                 if not self._try_grow(memory_limit):
                     reason = "memory_limit"
@@ -553,7 +558,9 @@ class AndOrSearch:
                 continue
             if dt > longest:
                 cap = max(1, n // 2)
-            chunk = min(cap, max(CHUNK_MIN, int(CHUNK_SHARE * total)))
+            elif floor < CHUNK_MIN and dt < longest / 4:
+                floor *= 2
+            chunk = min(cap, max(floor, int(CHUNK_SHARE * total)))
             if callback is not None and time.perf_counter() - last_cb >= callback_interval:
                 callback(self)
                 last_cb = time.perf_counter()
