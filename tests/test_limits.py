@@ -234,3 +234,25 @@ def test_search_stops_before_a_growth_step_that_would_pass_the_limit():
     assert result.stop_reason == "time_limit" and time.perf_counter() - t0 < 30
     assert slow.nbytes == before and not result.optimal
     assert GROW_RATE_BYTES >= 2**20  # small steps are not timed
+
+
+def test_first_chunks_of_a_run_start_at_one_iteration():
+    """One iteration near the root of a very large data set takes a good share of a short limit, so
+    a run's first chunks hold 1, 2, 4, ... iterations, doubling while they are fast, up to
+    CHUNK_MIN (the search itself does not depend on the chunks)."""
+    from arboretum.maptree.search import CHUNK_MIN, AndOrSearch
+
+    rng = np.random.default_rng(1)
+    X = rng.random((300, 20)) < 0.5
+    y = (X[:, 0] ^ X[:, 1] ^ (rng.random(300) < 0.2)).astype(np.int64)
+    sizes = []
+    s = AndOrSearch(X, y, 2)
+    real = s._chunk
+    s._chunk = lambda n, *a: (sizes.append(n), real(n, *a))[1]
+    s.run(max_expansions=400, focus=False)
+    assert sizes[:5] == [1, 2, 4, 8, 16] and CHUNK_MIN == 16
+    t = AndOrSearch(X, y, 2)  # the same 400 iterations in four runs: other chunks, the same search
+    for cap in (100, 200, 300, 400):
+        t.run(max_expansions=cap, focus=False)
+    assert t.n_expansions_ == s.n_expansions_
+    assert t.upper_bound == s.upper_bound and t.lower_bound == s.lower_bound

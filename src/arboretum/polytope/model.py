@@ -436,10 +436,10 @@ def train(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, genera
 
     A fresh Adam per call (spec A4).  Returns ``"completed"``, ``"time_limit"`` (``s.expired()``
     became true between two epochs, or between two batches after the first step: the steps of
-    that part of an epoch are kept, with no row in ``p.history``; ``p.steps`` counts them) or ``"failed"`` (the loss became NaN; the parameters of the
-    last finite epoch are kept).  Appends one ``(epoch, data loss, penalised loss, tau)`` row per
-    epoch to ``p.history`` (means over the epoch's batches; the data loss is the mean over units, the
-    penalised loss their sum).
+    that part of an epoch are kept, with no row in ``p.history``; ``p.steps`` counts them) or
+    ``"failed"`` (the loss became NaN; the parameters of the last finite epoch are kept).  Appends
+    one ``(epoch, data loss, penalised loss, tau)`` row per epoch to ``p.history`` (means over the
+    epoch's batches; the data loss is the mean over units, the penalised loss their sum).
 
     ``monitor`` (held-out rows, see :class:`_Best`): early stopping; every unit ends with its
     parameters of the epoch with the lowest held-out soft loss, and training ends after ``patience``
