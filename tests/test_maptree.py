@@ -25,7 +25,13 @@ from arboretum.tree import Tree
 # only called from other kernels, and the wrappers cost compile time); the tests call them through shims.
 @njit
 def _node_columns(words, n, M1, Y, vf, nv):
-    return K._node_columns(words, n, M1, Y, vf, nv)
+    """_probe2's node columns and class planes as 2-D arrays (one row per column or plane)."""
+    W = M1.shape[1]
+    Wc = K._column_words(n, nv, W)
+    Mc = np.empty(nv * Wc, np.uint64)
+    planes = np.empty(Y.shape[0] * Y.shape[1] * Wc, np.uint64)
+    K._node_columns(words, M1, Y, vf, nv, Wc, Mc, planes)
+    return Mc.reshape((nv, Wc)), planes.reshape((Y.shape[0] * Y.shape[1], Wc))
 
 
 def _fit(X, y, **kw):
@@ -310,7 +316,7 @@ def test_node_columns_compacted_counts(size):
     members = np.zeros(n, dtype=bool)
     members[rng.choice(n, size, replace=False)] = True
     vf = np.flatnonzero(X[members].any(0) & ~X[members].all(0)).astype(np.int32)
-    Mc, planes = _node_columns(pack_rows_mask(members), size, s.M1, s.Y, vf, vf.size)
+    Mc, planes = _node_columns(pack_rows_mask(members), size, s.M1, s.Y, vf, np.int64(vf.size))
     assert (Mc.shape[1] < s.M1.shape[1]) == (size < 900)  # compacted only when it pays
     bits = lambda a: np.unpackbits(a.view(np.uint8), bitorder="little").astype(bool)  # noqa: E731
     cols = np.array([bits(r) for r in Mc])

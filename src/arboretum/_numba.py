@@ -410,10 +410,13 @@ def argsort_stable(a):  # pragma: no cover - compiled by numba
     """Indices that sort the 1-D float array ``a``, equal values in index order.
 
     A bottom-up merge sort: numba's own ``np.argsort`` compiles a generic introsort for each
-    call site's types, which costs more than a second of the kernels' cold compile.
+    call site's types, which costs more than a second of the kernels' cold compile (and
+    ``np.arange`` three compiles of numba's own: the loop below fills the indices instead).
     """
     n = a.shape[0]
-    idx = np.arange(n)
+    idx = np.empty(n, np.int64)
+    for i in range(n):
+        idx[i] = i
     tmp = np.empty(n, np.int64)
     width = 1
     while width < n:

@@ -1142,32 +1142,40 @@ def _probe(o, words, scratch, data, model, tables, nodes, ub_inf):
     return min(leaf, pen + best), pen + best_ub, (valid_f[best_j] if best_j >= 0 else -1)
 
 
-@njit(cache=True, no_cpython_wrapper=True)
-def _node_columns(words, n, M1, Y, vf, nv):
-    """The valid feature columns ``Mc[i] = words & M1[vf[i]]`` and the class/weight planes
-    ``words & Y[k, b]`` of a node of ``n`` samples, for :func:`_probe2`'s pair counts.
+@njit(cache=True, inline="always")
+def _column_words(n, nv, W):
+    """The words per column of :func:`_node_columns` for a node of ``n`` samples and ``nv`` valid
+    features: ``ceil(n / 64)`` (compacted) when the bit copy costs less than the ``nv^2 / 2``
+    pair counts it shortens, else ``W`` (the data set's words)."""
+    Wc = (n + 63) >> 6
+    return Wc if Wc * (64 + nv // 2) < W * (nv // 2) else W
 
-    When the node is small next to the data set the ``W`` words of every column are mostly
-    zero, so the columns are *compacted*: sample ``j`` of the node (in index order) becomes
-    bit ``j`` of ``ceil(n / 64)`` words.  Popcounts of intersections are the same in both
-    layouts.  Compacting costs a bit copy per (column, sample); it is done when that is less
-    than the ``nv^2 / 2`` pair counts it shortens."""
+
+@njit(cache=True, no_cpython_wrapper=True)
+def _node_columns(words, M1, Y, vf, nv, Wc, Mc, planes):
+    """Write the valid feature columns ``Mc[i] = words & M1[vf[i]]`` and the class/weight planes
+    ``planes[k B + b] = words & Y[k, b]`` of a node, for :func:`_probe2`'s pair counts: row ``i``
+    of ``Mc`` is ``Mc[i Wc : (i + 1) Wc]`` (flat arrays: one allocation shape for every buffer
+    of the probe, which compiles faster), ``Wc`` from :func:`_column_words`.
+
+    With ``Wc < W`` (a node small next to the data set, whose ``W`` words per column are mostly
+    zero) the columns are *compacted*: sample ``j`` of the node (in index order) becomes bit ``j``
+    of ``Wc = ceil(n / 64)`` words.  Popcounts of intersections are the same in both layouts."""
     F, W = M1.shape
     K, B = Y.shape[0], Y.shape[1]
-    Wc = (n + 63) >> 6
-    if Wc * (64 + nv // 2) >= W * (nv // 2):
-        Mc = np.empty((nv, W), np.uint64)
-        planes = np.empty((K * B, W), np.uint64)
+    if Wc == W:
         for i in range(nv):
             for w in range(W):
-                Mc[i, w] = words[w] & M1[vf[i], w]
+                Mc[i * W + w] = words[w] & M1[vf[i], w]
         for k in range(K):
             for b in range(B):
                 for w in range(W):
-                    planes[k * B + b, w] = words[w] & Y[k, b, w]
-        return Mc, planes
-    Mc = np.zeros((nv, Wc), np.uint64)
-    planes = np.zeros((K * B, Wc), np.uint64)
+                    planes[(k * B + b) * W + w] = words[w] & Y[k, b, w]
+        return
+    for q in range(nv * Wc):
+        Mc[q] = 0
+    for q in range(K * B * Wc):
+        planes[q] = 0
     j = 0
     one = np.uint64(1)
     for w in range(W):
@@ -1178,12 +1186,11 @@ def _node_columns(words, n, M1, Y, vf, nv):
             jw = j >> 6
             jb = np.uint64(j & 63)
             for i in range(nv):
-                Mc[i, jw] |= ((M1[vf[i], w] >> np.uint64(t)) & one) << jb
+                Mc[i * Wc + jw] |= ((M1[vf[i], w] >> np.uint64(t)) & one) << jb
             for k in range(K):
                 for b in range(B):
-                    planes[k * B + b, jw] |= ((Y[k, b, w] >> np.uint64(t)) & one) << jb
+                    planes[(k * B + b) * Wc + jw] |= ((Y[k, b, w] >> np.uint64(t)) & one) << jb
             j += 1
-    return Mc, planes
 
 
 def _probe2_body(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows):
@@ -1255,122 +1262,138 @@ def _probe2_body(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows
     K, B = Y.shape[0], Y.shape[1]
     d = or_depth[o]
     leaf_children = d + 1 >= tables.max_depth  # the depth limit makes both children leaves
+    # Every buffer is flat and one of three allocation types (int32, int64, float64 and the
+    # uint64 columns): each allocation type is a compile of numba's np.empty.
     vf = np.empty(F, np.int32)
     n, nv = _valid_splits(words, M1, vf, np.empty(F, np.int32))
     if nv == 0:
         return np.inf  # (not reached: unexpanded nodes have a valid split)
     # The node's columns Mc[i] = I ∩ {x_vf[i] = 1} and class/weight planes, on the node's own
     # samples: compacted to ceil(n / 64) words when the pair counts saved pay for the bit copy.
-    Mc, planes = _node_columns(words, np.int64(n), M1, Y, vf, np.int64(nv))
-    Wc = Mc.shape[1]
-    c = np.zeros(K, np.int64)
+    Wc = _column_words(np.int64(n), np.int64(nv), np.int64(W))
+    Mc = np.empty(nv * Wc, np.uint64)
+    planes = np.empty(K * B * Wc, np.uint64)
+    _node_columns(words, M1, Y, vf, np.int64(nv), Wc, Mc, planes)
+    c = np.empty(K, np.int64)
     for k in range(K):
+        c[k] = 0
         for b in range(B):
             for w in range(Wc):
-                c[k] += popcount64(planes[k * B + b, w]) << b
-    # N[i, j] = |I ∩ {x_vf[i] = 1} ∩ {x_vf[j] = 1}| for every pair (the diagonal: single features),
-    # and D[i, k] the weighted class-k count of I ∩ {x_vf[i] = 1}.
-    N = np.empty((nv, nv), np.int64)
-    D = np.zeros((nv, K), np.int64)
+                c[k] += popcount64(planes[(k * B + b) * Wc + w]) << b
+    # N[i nv + j] = |I ∩ {x_vf[i] = 1} ∩ {x_vf[j] = 1}| for every pair (the diagonal: single
+    # features), and D[i K + k] the weighted class-k count of I ∩ {x_vf[i] = 1}.
+    N = np.empty(nv * nv, np.int64)
+    D = np.empty(nv * K, np.int64)
     a = np.empty(Wc, np.uint64)
     for i in range(nv):
         for j in range(i, nv):
             m = 0
             for w in range(Wc):
-                m += popcount64(Mc[i, w] & Mc[j, w])
-            N[i, j] = m
-            N[j, i] = m
+                m += popcount64(Mc[i * Wc + w] & Mc[j * Wc + w])
+            N[i * nv + j] = m
+            N[j * nv + i] = m
         for k in range(K):
+            D[i * K + k] = 0
             for b in range(B):
                 m = 0
                 for w in range(Wc):
-                    m += popcount64(planes[k * B + b, w] & Mc[i, w])
-                D[i, k] += m << b
-    # Cheap bound of every child, with the exact log|V(I_fs)| from the pair counts:
-    # b(I_fs) >= its leaf cost or its split cost with a perfect split; need[i, s] when the
-    # split side is the smaller one (only then can the depth-2 term change it).
+                    m += popcount64(planes[(k * B + b) * Wc + w] & Mc[i * Wc + w])
+                D[i * K + k] += m << b
+    # Cheap bound of every child (side s of split i at cheap[2 i + s]), with the exact
+    # log|V(I_fs)| (nvcs) from the pair counts: b(I_fs) >= its leaf cost or its split cost with a
+    # perfect split; need[2 i + s] when the split side is the smaller one (only then can the
+    # depth-2 term change it).
     cc = np.empty(K, np.int64)
     g1 = np.empty(K, np.int64)
     g0 = np.empty(K, np.int64)
-    cheap = np.empty((nv, 2))
-    need = np.zeros((nv, 2), np.bool_)
-    nvcs = np.zeros((nv, 2), np.int64)
+    cheap = np.empty(2 * nv)
+    need = np.empty(2 * nv, np.int64)
+    nvcs = np.empty(2 * nv, np.int64)
     for i in range(nv):
         for s in range(2):
-            ns = N[i, i] if s == 1 else n - N[i, i]
+            ns = N[i * nv + i] if s == 1 else n - N[i * nv + i]
             for k in range(K):
-                cc[k] = D[i, k] if s == 1 else c[k] - D[i, k]
+                cc[k] = D[i * K + k] if s == 1 else c[k] - D[i * K + k]
             nll = -dm_log_lik(cc, G, Gsum, lconst)
             nvc = 0
             for j in range(nv):
                 if j != i:
-                    q = N[i, j] if s == 1 else N[j, j] - N[i, j]
+                    q = N[i * nv + j] if s == 1 else N[j * nv + j] - N[i * nv + j]
                     if q > 0 and q < ns:
                         nvc += 1
-            nvcs[i, s] = nvc
+            nvcs[2 * i + s] = nvc
+            need[2 * i + s] = 0
             if nvc == 0:
-                cheap[i, s] = nll
+                cheap[2 * i + s] = nll
             elif leaf_children:
-                cheap[i, s] = -log_pstop[d + 1] + nll  # exact: a leaf with a valid split
+                cheap[2 * i + s] = -log_pstop[d + 1] + nll  # exact: a leaf with a valid split
             else:
                 leaf = -log_pstop[d + 1] + nll
                 split = log_int[nvc] + _ext(E, d + 1, ns) - _split_term(cc, d + 1, G, Gsum, log_ps)
                 if split < leaf:
-                    cheap[i, s] = split
-                    need[i, s] = True
+                    cheap[2 * i + s] = split
+                    need[2 * i + s] = 1
                 else:
-                    cheap[i, s] = leaf
-    # Branch and bound over the splits, best cheap bound first; the class counts of the
-    # grandchildren (one row of pair counts) are computed only for the splits looked at.
-    row = np.empty((nv, K), np.int64)
-    order = argsort_stable(cheap[:, 0] + cheap[:, 1])
+                    cheap[2 * i + s] = leaf
+    # Branch and bound over the splits, best cheap bound first (ties in feature order); the class
+    # counts of the grandchildren (one row of pair counts) are computed only for the splits looked
+    # at.  The next split is found by a scan of the ones not looked at yet: at most max_rows + 1
+    # scans in a search, cheaper than sorting.
+    row = np.empty(nv * K, np.int64)
+    seen = np.empty(nv, np.int64)
+    for i in range(nv):
+        seen[i] = 0
     best = np.inf
     for r in range(nv):
-        i = order[r]
-        if cheap[i, 0] + cheap[i, 1] >= best:
+        i = -1
+        for j in range(nv):
+            if seen[j] == 0 and (i < 0 or cheap[2 * j] + cheap[2 * j + 1] < cheap[2 * i] + cheap[2 * i + 1]):
+                i = j
+        seen[i] = 1
+        if cheap[2 * i] + cheap[2 * i + 1] >= best:
             break  # every remaining split is at least its cheap bound
         if r == max_rows:
-            best = cheap[i, 0] + cheap[i, 1]  # the same bound for the splits not looked at
+            best = cheap[2 * i] + cheap[2 * i + 1]  # the same bound for the splits not looked at
             break
         fi = vf[i]
-        if need[i, 0] or need[i, 1]:
-            # row[j, k] = weighted class-k count of I ∩ {x_fi = 1} ∩ {x_vf[j] = 1}
+        if need[2 * i] or need[2 * i + 1]:
+            # row[j K + k] = weighted class-k count of I ∩ {x_fi = 1} ∩ {x_vf[j] = 1}
             for k in range(K):
                 for b in range(B):
                     for w in range(Wc):
-                        a[w] = planes[k * B + b, w] & Mc[i, w]
+                        a[w] = planes[(k * B + b) * Wc + w] & Mc[i * Wc + w]
                     for j in range(nv):
                         m = 0
                         for w in range(Wc):
-                            m += popcount64(a[w] & Mc[j, w])
+                            m += popcount64(a[w] & Mc[j * Wc + w])
                         if b == 0:
-                            row[j, k] = m
+                            row[j * K + k] = m
                         else:
-                            row[j, k] += m << b
+                            row[j * K + k] += m << b
         pair = 0.0
         for s in range(2):
-            bnd = cheap[i, s]
-            if need[i, s]:
-                ns = N[i, i] if s == 1 else n - N[i, i]
+            bnd = cheap[2 * i + s]
+            if need[2 * i + s]:
+                ns = N[i * nv + i] if s == 1 else n - N[i * nv + i]
                 for k in range(K):
-                    cc[k] = D[i, k] if s == 1 else c[k] - D[i, k]
+                    cc[k] = D[i * K + k] if s == 1 else c[k] - D[i * K + k]
                 leaf = -log_pstop[d + 1] - dm_log_lik(cc, G, Gsum, lconst)
                 inner = np.inf
                 for j in range(nv):
                     if j == i:
                         continue
-                    q = N[i, j] if s == 1 else N[j, j] - N[i, j]
+                    q = N[i * nv + j] if s == 1 else N[j * nv + j] - N[i * nv + j]
                     if not (q > 0 and q < ns):
                         continue
                     for k in range(K):
-                        g1[k] = row[j, k] if s == 1 else D[j, k] - row[j, k]
+                        g1[k] = row[j * K + k] if s == 1 else D[j * K + k] - row[j * K + k]
                         g0[k] = cc[k] - g1[k]
                     v = _sized_bound(g1, d + 2, q, G, Gsum, lconst, log_ps, log_pstop, E, logv, gmax) + _sized_bound(
                         g0, d + 2, ns - q, G, Gsum, lconst, log_ps, log_pstop, E, logv, gmax
                     )
                     if v < inner:
                         inner = v
-                bnd = min(leaf, -log_ps[d + 1] + log_int[nvcs[i, s]] + inner)
+                bnd = min(leaf, -log_ps[d + 1] + log_int[nvcs[2 * i + s]] + inner)
             # A child already in the graph may know better.
             for w in range(W):
                 scratch[w] = words[w] & M1[fi, w] if s == 1 else words[w] & ~M1[fi, w]
@@ -1379,7 +1402,7 @@ def _probe2_body(model, o, words, scratch, data, tables, nodes, ub_inf, max_rows
             if child >= 0 and or_lb[child] > bnd:
                 bnd = or_lb[child]
             pair += bnd
-            if s == 0 and pair + cheap[i, 1] >= best:
+            if s == 0 and pair + cheap[2 * i + 1] >= best:
                 pair = np.inf
                 break
         if pair < best:
