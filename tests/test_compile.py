@@ -256,3 +256,151 @@ def test_cli_compile_command(capsys):
     assert out.startswith("maptree-classification: ") and out.rstrip().endswith(" s")
     with pytest.raises(SystemExit, match="unknown model family 'nope'; one of: maptree-classification"):
         cli.main(["compile", "nope"])
+
+
+# -- the LLVM settings and the helper process of a cold warm-up ------------------------------------
+def test_llvm_settings_apply_inside_the_block_only_and_yield_to_the_environment(monkeypatch):
+    from numba.core import config
+
+    before = (int(config.OPT), config.LOOP_VECTORIZE)
+    monkeypatch.delenv("NUMBA_OPT", raising=False)
+    monkeypatch.delenv("NUMBA_LOOP_VECTORIZE", raising=False)
+    with _compile._llvm_settings(_compile.LEAN):
+        assert (int(config.OPT), config.LOOP_VECTORIZE) == (1, 0)
+    assert (int(config.OPT), config.LOOP_VECTORIZE) == before
+    monkeypatch.setenv("NUMBA_OPT", str(before[0]))  # the user's choice wins
+    with _compile._llvm_settings(_compile.LEAN):
+        assert (int(config.OPT), config.LOOP_VECTORIZE) == (before[0], 0)
+    with pytest.raises(RuntimeError), _compile._llvm_settings(_compile.LEAN):
+        raise RuntimeError
+    assert (int(config.OPT), config.LOOP_VECTORIZE) == before
+
+
+_HELPER_THEN_WARMER = """
+import json, sys
+from numba.core.registry import CPUDispatcher
+from arboretum import _compile, _numba
+from arboretum.maptree import _kernels, bounds
+family = sys.argv[1]
+_compile._load(family)
+def signatures():
+    return {f"{m.__name__}.{n}": len(d.signatures) for m in (_kernels, _numba, bounds)
+            for n, d in vars(m).items() if isinstance(d, CPUDispatcher)}
+_compile._HELPERS[family]()
+helper = signatures()
+_compile.warm_up(family)
+print(json.dumps(dict(helper=helper, warm=signatures())))
+"""
+
+
+@pytest.mark.parametrize("family", ["maptree-classification", "maptree-regression"])
+def test_the_helper_compiles_only_kernels_the_warm_up_needs(family):
+    """Every signature the helper process compiles (with the argument types it builds itself) is
+    one the warm-up needs: after the helper's part, the warm-up adds no second signature to any
+    kernel the helper compiled (else the warm-up would compile those kernels again)."""
+    _compile.warm_up(family)  # fills the cache this test's process uses: loads are counted too
+    env = dict(os.environ, ARBORETUM_COMPILE_HELPER="0")
+    out = subprocess.run([sys.executable, "-c", _HELPER_THEN_WARMER, family], env=env, capture_output=True,
+                         text=True, timeout=600, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    done = {k for k, v in r["helper"].items() if v}
+    assert {"arboretum.maptree._kernels.expand_node", "arboretum.maptree._kernels._bounds_from_stats",
+            "arboretum._numba.argsort_stable"} <= done
+    assert "arboretum.maptree._kernels.run_search" not in done
+    assert {k: r["warm"][k] for k in done} == {k: 1 for k in done}
+
+
+def test_the_helper_starts_only_on_a_cold_cache_with_a_second_cpu(monkeypatch):
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a) or "proc")
+    monkeypatch.setattr(_compile, "_cpus", lambda: 2)
+    monkeypatch.delenv(_compile.HELPER_ENV, raising=False)
+    monkeypatch.setattr(_compile, "is_cached", lambda family: True)
+    assert _compile._start_helper("maptree-classification") is None
+    monkeypatch.setattr(_compile, "is_cached", lambda family: False)
+    assert _compile._start_helper("pcfg") is None  # a family without a helper
+    monkeypatch.setenv(_compile.HELPER_ENV, "0")
+    assert _compile._start_helper("maptree-classification") is None
+    monkeypatch.delenv(_compile.HELPER_ENV)
+    monkeypatch.setattr(_compile, "_cpus", lambda: 1)
+    assert _compile._start_helper("maptree-classification") is None
+    assert started == []
+    monkeypatch.setattr(_compile, "_cpus", lambda: 2)
+    assert _compile._start_helper("maptree-classification") == "proc"
+    (argv,) = started[0]
+    assert argv[0] == sys.executable and argv[-1] == "maptree-classification"
+
+
+def test_a_helper_still_running_is_stopped_and_removes_its_temporary_file():
+    """The warm-up stops a helper that is still running; the helper exits through SystemExit, so
+    that a cache file it was writing is not left half-written (numba removes its temporary file)."""
+    import time
+
+    with tempfile.TemporaryDirectory() as tmp:
+        code = (
+            "import os, sys, time\n"
+            "from arboretum import _compile\n"
+            "def helper():\n"
+            "    try:\n"
+            "        open(os.path.join(sys.argv[1], 'ready'), 'w').close()\n"
+            "        time.sleep(60)\n"
+            "    finally:\n"
+            "        open(os.path.join(sys.argv[1], 'cleaned'), 'w').close()\n"
+            "_compile.register('sleepy', lambda: [], helper=helper)(lambda: None)\n"
+            "_compile._helper_main('sleepy')\n"
+        )
+        proc = subprocess.Popen([sys.executable, "-c", code, tmp])
+        t0 = time.perf_counter()
+        while not os.path.exists(os.path.join(tmp, "ready")):
+            assert proc.poll() is None and time.perf_counter() - t0 < 60
+            time.sleep(0.05)
+        _compile._stop_helper(proc)
+        assert proc.returncode == 0  # SystemExit(0), not killed by the signal
+        assert os.path.exists(os.path.join(tmp, "cleaned"))
+    _compile._stop_helper(None)  # no helper: nothing to do
+
+
+@pytest.mark.slow
+def test_a_cold_warm_up_with_its_helper_compiles_everything_and_leaves_no_process():
+    """An empty cache: the warm-up starts the helper, a real fit afterwards compiles nothing, and
+    the helper has ended (the same checks as without it, through the loads from its cache)."""
+    code = """
+import json
+from numba.core import event
+from arboretum import _compile, MAPTreeClassifier
+from arboretum.datasets import load_dataset
+procs = []
+start = _compile._start_helper
+_compile._start_helper = lambda family: procs.append(start(family)) or procs[-1]
+_compile.warm_up("maptree-classification")
+names = []
+class L(event.Listener):
+    def on_start(self, e): names.append(e.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, e): pass
+d = load_dataset("hepatitis")
+with event.install_listener("numba:compile", L()):
+    m = MAPTreeClassifier(time_limit=30).fit(d.data, d.target)
+print(json.dumps(dict(helper=procs[0] is not None, ended=procs[0].returncode is not None, names=names,
+                      optimal=m.optimal_)))
+"""
+    env = dict(os.environ, NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="arboretum-cold-helper-"))
+    env.pop(_compile.HELPER_ENV, None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900,
+                         check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    if _compile._cpus() >= 2:
+        assert r["helper"] and r["ended"]
+    assert r["names"] == [] and r["optimal"]
+
+
+def test_import_arboretum_is_light_and_every_public_name_resolves():
+    code = ("import sys, arboretum\n"
+            "print(sorted(m for m in ('sklearn', 'numba', 'scipy', 'torch') if m in sys.modules))\n"
+            "print(all(hasattr(arboretum, n) for n in arboretum.__all__), set(arboretum.__all__) <= set(dir(arboretum)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True True"]
+    with pytest.raises(AttributeError, match="module 'arboretum' has no attribute 'nope'"):
+        arboretum.nope  # noqa: B018
+    from arboretum.maptree import AndOrSearch, MAPTreeClassifier  # the subpackage's names, too
+
+    assert MAPTreeClassifier is arboretum.MAPTreeClassifier and AndOrSearch.__module__ == "arboretum.maptree.search"

@@ -34,19 +34,56 @@ load_dataset, list_datasets
     Bundled benchmark datasets.
 """
 
-from .binarizer import Binarizer
-from .datasets import list_datasets, load_dataset
-from .exceptions import InputWarning, InvalidParameterError, LimitWarning, ModelFormatError
-from .io import load, save
-from .maptree import MAPTreeClassifier, MAPTreeRegressor
-from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
-from .pcfg import GrammarTooLargeError, PCFGTreeClassifier
-from .polytope import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
-from .samplers import MCMCTreeSampler, SMCTreeSampler
-from .tree import Tree
-# -- density trees and lists (spec-004) --
-from .density import (BranchSparseDensityTree, CategoricalDET, DensityCV, HistogramDensity,
-                      LeafSparseDensityTree, SparseDensityRuleList)
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
+
+# The estimators are imported when first used (``arboretum.MAPTreeClassifier``, ``from arboretum
+# import ...``): ``import arboretum`` stays light, and a process that needs one model family (the
+# compile helper of :mod:`arboretum._compile`) does not import scikit-learn and every other family.
+_EXPORTS = {
+    "Binarizer": ".binarizer",
+    "InputWarning": ".exceptions",
+    "InvalidParameterError": ".exceptions",
+    "LimitWarning": ".exceptions",
+    "ModelFormatError": ".exceptions",
+    "list_datasets": ".datasets",
+    "load_dataset": ".datasets",
+    "load": ".io",
+    "save": ".io",
+    "MAPTreeClassifier": ".maptree",
+    "MAPTreeRegressor": ".maptree",
+    "OptimalTreeClassifier": ".optimal",
+    "OptimalTreeRegressor": ".optimal",
+    "GrammarTooLargeError": ".pcfg",
+    "PCFGTreeClassifier": ".pcfg",
+    "ConvexPolytopeTreeClassifier": ".polytope",
+    "ConvexPolytopeTreeRegressor": ".polytope",
+    "MCMCTreeSampler": ".samplers",
+    "SMCTreeSampler": ".samplers",
+    "Tree": ".tree",
+    "BranchSparseDensityTree": ".density",
+    "CategoricalDET": ".density",
+    "DensityCV": ".density",
+    "HistogramDensity": ".density",
+    "LeafSparseDensityTree": ".density",
+    "SparseDensityRuleList": ".density",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # what the names are, for type checkers and editors
+    from .binarizer import Binarizer
+    from .datasets import list_datasets, load_dataset
+    from .exceptions import InputWarning, InvalidParameterError, LimitWarning, ModelFormatError
+    from .density import (BranchSparseDensityTree, CategoricalDET, DensityCV, HistogramDensity,
+                          LeafSparseDensityTree, SparseDensityRuleList)
+    from .io import load, save
+    from .maptree import MAPTreeClassifier, MAPTreeRegressor
+    from .optimal import OptimalTreeClassifier, OptimalTreeRegressor
+    from .pcfg import GrammarTooLargeError, PCFGTreeClassifier
+    from .polytope import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor
+    from .samplers import MCMCTreeSampler, SMCTreeSampler
+    from .tree import Tree
 
 __all__ = [
     "MAPTreeClassifier",

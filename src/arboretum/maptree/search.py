@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._compile import register, tiny_problem
+from .._compile import LEAN, register, tiny_problem
 from .._numba import dirichlet_tables, pack_columns, pack_rows_mask
 from ..bayes import ChipmanPrior, NIGPrior
 from ..tree import BINARY, Tree, TreeBuilder
@@ -192,7 +192,9 @@ class AndOrSearch:
         sample_weight: np.ndarray | None = None,
         probe: bool = True,
         max_depth: int | None = None,
+        _rootless: bool = False,
     ) -> None:
+        self._rootless = _rootless  # see compile_kernel
         w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe, max_depth)
         y = np.asarray(y, dtype=np.int64)
         self.n_classes = int(n_classes)
@@ -255,9 +257,12 @@ class AndOrSearch:
         self.gmax = int(group_sizes.max())
         rows = min(F + 2, 64)
         logv = K.split_count_bounds(group_sizes)
-        E = K.subtree_prior_bounds(
-            self.log_ps[:rows], self.log_pstop[:rows], self.gmax, min(n, 32 * (self.gmax + 1), 1024), logv
-        )
+        if self._rootless:
+            E = np.zeros((1, 1))  # the type of the real table, for compile_kernel
+        else:
+            E = K.subtree_prior_bounds(
+                self.log_ps[:rows], self.log_pstop[:rows], self.gmax, min(n, 32 * (self.gmax + 1), 1024), logv
+            )
         with np.errstate(divide="ignore"):
             self.log_int = np.log(np.arange(F + 1, dtype=np.float64))
         self.max_depth = None if max_depth is None else int(max_depth)
@@ -278,6 +283,8 @@ class AndOrSearch:
         self._n_counts, self._n_stats = n_counts, n_stats
         F = self.n_features
         self._alloc(cap_or=max(1024, 4 * F + 4), cap_and=max(1024, 2 * F + 2))
+        if self._rootless:
+            return
         # The root: all samples at depth 0.
         K.write_node_stats(self.model, self.root_words, self.graph, 0)
         K.new_or_node(0, 0, self._root_unsplittable, self.n_samples, self.model, self.tables, self.graph, self.ub_inf)
@@ -438,6 +445,19 @@ class AndOrSearch:
             )
         self.history.observe(*self._state())
         return status
+
+    def compile_kernel(self) -> None:
+        """Compile (or load) the search kernel for this search's argument types, running nothing.
+
+        With ``_rootless=True`` a search is built without calling any kernel (no root node, a
+        placeholder prior table): the warm-up of :mod:`arboretum._compile` compiles the search
+        kernel from such a search first, while its helper process compiles the node kernels that
+        building a real search and ``expand_node`` need.  Such a search cannot run.
+        """
+        K.run_search(
+            self.data, self.model, self.tables, self.graph, self.bufs, self.root_words,
+            0, self.tie_rule, self.ub_inf, self.probe, 0,
+        )
 
     def step(self, max_iter: int, start: int = 0, start_words: np.ndarray | None = None) -> int:
         """Run at most ``max_iter`` expansions; return a status.
@@ -885,7 +905,10 @@ class RegressionSearch(AndOrSearch):
         probe: bool = True,
         max_depth: int | None = None,
         leaf_shares: bool = True,
+        _rootless: bool = False,
     ) -> None:
+        self._rootless = _rootless  # see AndOrSearch.compile_kernel
+        leaf_shares = leaf_shares and not _rootless
         w = self._setup(X, alpha, beta, ub_semantics, tie_rule, sample_weight, probe, max_depth)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         self.y = y
@@ -928,6 +951,9 @@ class RegressionSearch(AndOrSearch):
 
 
 # -- compiling the kernels before a fit's clock starts (arboretum._compile) ------------------------
+# On a cold cache the warmer compiles the search kernel first, from a search built without calling
+# any kernel (its compile reaches expand_node last), while the helper process builds a real search
+# and seeds it: the node kernels and expand_node, which the warmer then loads from the cache.
 def _exercise(search: AndOrSearch) -> None:
     """Call every kernel a fit calls: seeding, focused and plain runs, growing, the answer."""
     search.seed(lambda path: len(path) if len(path) < 2 else -1)
@@ -937,13 +963,50 @@ def _exercise(search: AndOrSearch) -> None:
     search.solution()
 
 
-@register("maptree-classification", lambda: [(K.run_search, "DirichletModel"), (K.expand_node, "DirichletModel")])
+def _tiny_classification(rootless: bool = False) -> AndOrSearch:
+    X, y = tiny_problem()
+    return AndOrSearch(X, y, 2, sample_weight=np.arange(48) % 3 + 1, _rootless=rootless)
+
+
+def _tiny_regression(rootless: bool = False) -> RegressionSearch:
+    X, y = tiny_problem()
+    return RegressionSearch(X, y + 0.1 * np.arange(48), sample_weight=np.arange(48) % 3 + 1, _rootless=rootless)
+
+
+def _helper(search: AndOrSearch) -> None:
+    """The helper process's part, in the order the warmer's compile of the search kernel reaches
+    them last: the node kernels (building the search), ``expand_node`` (seeding), then the two
+    kernels the depth-1 probe calls (compiled for the types it passes, without running them)."""
+    from numba import typeof
+
+    from .._numba import argsort_stable
+
+    search.seed(lambda path: len(path) if len(path) < 2 else -1)
+    n, tmp, d = np.int64(search.n_samples), np.int64(1), np.int64(1)
+    args = (search.model, search.scratch, n, search.dup_group, search.group_size, search.or_counts, search.or_stats,
+            tmp, d, search.log_ps, search.log_pstop, search.tables.E, search.tables.logv, search.ub_inf,
+            search.tables.max_depth)
+    K._bounds_from_stats.compile(tuple(typeof(a) for a in args))
+    argsort_stable.compile((typeof(np.zeros(2)),))
+
+
+@register(
+    "maptree-classification",
+    lambda: [(K.run_search, "DirichletModel"), (K.expand_node, "DirichletModel")],
+    llvm=LEAN,
+    helper=lambda: _helper(_tiny_classification()),
+)
 def _warm_classification() -> None:
-    X, y = tiny_problem()
-    _exercise(AndOrSearch(X, y, 2, sample_weight=np.arange(48) % 3 + 1))
+    _tiny_classification(rootless=True).compile_kernel()
+    _exercise(_tiny_classification())
 
 
-@register("maptree-regression", lambda: [(K.run_search, "NIGModel"), (K.expand_node, "NIGModel")])
+@register(
+    "maptree-regression",
+    lambda: [(K.run_search, "NIGModel"), (K.expand_node, "NIGModel")],
+    llvm=LEAN,
+    helper=lambda: _helper(_tiny_regression()),
+)
 def _warm_regression() -> None:
-    X, y = tiny_problem()
-    _exercise(RegressionSearch(X, y + 0.1 * np.arange(48), sample_weight=np.arange(48) % 3 + 1))
+    _tiny_regression(rootless=True).compile_kernel()
+    _exercise(_tiny_regression())

@@ -13,7 +13,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._compile import exercise_predictions, register, tiny_problem
+from .._compile import LEAN, exercise_predictions, register, tiny_problem
 from ..base import DEFAULT_TIME_LIMIT, TreeEstimator, constraints, deprecated_attribute
 from ..bayes import ChipmanPrior, log_dirichlet_multinomial, validate_rho
 from ..binarizer import Binarizer
@@ -747,7 +747,7 @@ def _grammar_codes(binarizer: Binarizer, E: np.ndarray) -> tuple[np.ndarray, np.
     return codes, binarizer.n_codes_
 
 
-@register("pcfg", lambda: [(K.discover, None), (K.inside, None)])
+@register("pcfg", lambda: [(K.discover, None), (K.inside, None)], llvm=LEAN)
 def _warm_up() -> None:
     """Compile the kernels of a fit (:mod:`arboretum._compile`) on a tiny problem."""
     X, y = tiny_problem()
