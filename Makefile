@@ -16,7 +16,7 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # Installing for the demo also compiles the demo's numba kernels into numba's cache (once per
-# machine, about 20 s; `arboretum compile` prints the time), so the demo itself starts at once.
+# machine, about 7 s; `arboretum compile` prints the time), so the demo itself starts at once.
 $(DEMO_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[plot]"
 	$(VENV)/bin/arboretum compile maptree-classification
