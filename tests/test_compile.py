@@ -326,6 +326,13 @@ def test_the_helper_starts_only_on_a_cold_cache_with_a_second_cpu(monkeypatch):
     assert _compile._start_helper("maptree-classification") is None
     assert started == []
     monkeypatch.setattr(_compile, "_cpus", lambda: 2)
+    monkeypatch.setattr(sys, "executable", "/usr/bin/uwsgi")  # a host embedding Python
+    assert _compile._start_helper("maptree-classification") is None
+    monkeypatch.undo()
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a) or "proc")
+    monkeypatch.setattr(_compile, "_cpus", lambda: 2)
+    monkeypatch.setattr(_compile, "is_cached", lambda family: False)
+    monkeypatch.delenv(_compile.HELPER_ENV, raising=False)
     assert _compile._start_helper("maptree-classification") == "proc"
     (argv,) = started[0]
     assert argv[0] == sys.executable and argv[-1] == "maptree-classification"

@@ -155,10 +155,10 @@ def exercise_predictions(est, X) -> None:
 
 
 def families() -> tuple[str, ...]:
-    """Every family (importing the modules that register them)."""
+    """Every family (importing the modules that register them), in a fixed order: MAPTree's first."""
     for family in _MODULES:
         _load(family)
-    return tuple(_WARMERS)
+    return tuple(_MODULES) + tuple(f for f in _WARMERS if f not in _MODULES)
 
 
 def _load(family: str) -> None:
@@ -201,12 +201,13 @@ def warm_up(family: str) -> float:
 
 def _start_helper(family: str) -> subprocess.Popen | None:
     """Start the helper process of ``family`` (see the module docstring) when it has one, its
-    kernels are not cached, the machine has a second CPU and the user did not turn it off."""
+    kernels are not cached, the machine has a second CPU, ``sys.executable`` is a Python
+    interpreter (not a host that embeds one) and the user did not turn it off."""
     if (
         family not in _HELPERS
         or os.environ.get(HELPER_ENV, "1") == "0"
         or _cpus() < 2
-        or not sys.executable
+        or not os.path.basename(sys.executable or "").lower().startswith(("python", "pypy"))  # an embedding host
         or getattr(sys, "frozen", False)
         or is_cached(family)
     ):
