@@ -411,3 +411,14 @@ def test_import_arboretum_is_light_and_every_public_name_resolves():
     from arboretum.maptree import AndOrSearch, MAPTreeClassifier  # the subpackage's names, too
 
     assert MAPTreeClassifier is arboretum.MAPTreeClassifier and AndOrSearch.__module__ == "arboretum.maptree.search"
+
+
+def test_a_rootless_search_only_compiles_its_kernel():
+    from arboretum.maptree.search import AndOrSearch
+
+    X, y = _compile.tiny_problem()
+    s = AndOrSearch(X, y, 2, _rootless=True)
+    s.compile_kernel()
+    for run in (lambda: s.step(5), lambda: s.run(max_expansions=5), lambda: s.seed(lambda path: -1)):
+        with pytest.raises(RuntimeError, match="has no root: it can only compile_kernel"):
+            run()

@@ -431,6 +431,10 @@ class AndOrSearch:
         ub = self.upper_bound
         return self.n_expansions_, -ub, -min(self.lower_bound, ub)
 
+    def _check_rooted(self) -> None:
+        if self._rootless:
+            raise RuntimeError("a search built with _rootless=True has no root: it can only compile_kernel()")
+
     def _chunk(self, max_iter: int, start: int, words: np.ndarray) -> int:
         """One call of the search kernel: at most ``max_iter`` iterations from ``start``."""
         status = K.run_search(
@@ -466,6 +470,7 @@ class AndOrSearch:
         the root by default; ``STATUS_SOLVED`` means that node is solved.
         ``STATUS_GROW`` asks the caller to grow the arrays (:meth:`_grow`).
         """
+        self._check_rooted()
         words = self.root_words if start_words is None else start_words
         done = 0
         while done < max_iter:
@@ -518,6 +523,7 @@ class AndOrSearch:
         certificate and the optimum are those of the plain search
         (``focus=False``, the paper's order).
         """
+        self._check_rooted()
         t0 = time.perf_counter()
         self.history.start(*self._state())
         chunk = floor = 1  # the least chunk: doubled up to CHUNK_MIN by fast chunks
@@ -676,6 +682,7 @@ class AndOrSearch:
             incumbent is at least as good as the best pruning of the part of
             the candidate put in).
         """
+        self._check_rooted()
         self.history.start(*self._state())
         complete = True
         stack = [(0, self.root_words.copy(), ())]
