@@ -279,35 +279,50 @@ def test_llvm_settings_apply_inside_the_block_only_and_yield_to_the_environment(
 _HELPER_THEN_WARMER = """
 import json, sys
 from numba.core.registry import CPUDispatcher
-from arboretum import _compile, _numba
-from arboretum.maptree import _kernels, bounds
+from arboretum import _compile
 family = sys.argv[1]
 _compile._load(family)
 def signatures():
-    return {f"{m.__name__}.{n}": len(d.signatures) for m in (_kernels, _numba, bounds)
+    return {f"{m.__name__}.{n}": len(d.signatures) for m in list(sys.modules.values())
+            if getattr(m, "__name__", "").startswith("arboretum.")
             for n, d in vars(m).items() if isinstance(d, CPUDispatcher)}
+_compile._RUNNING.add(family)  # as _helper_main does
 _compile._HELPERS[family]()
+_compile._RUNNING.discard(family)
 helper = signatures()
 _compile.warm_up(family)
 print(json.dumps(dict(helper=helper, warm=signatures())))
 """
 
+_HELPER_KERNELS = {
+    "maptree-classification": {"arboretum.maptree._kernels.expand_node", "arboretum.maptree._kernels._bounds_from_stats",
+                               "arboretum._numba.argsort_stable"},
+    "density": {"arboretum.density._list_kernels.list_log_posterior", "arboretum.density._kernels.branch_sparse_dp",
+                "arboretum.density._kernels.first_match"},
+}
+_HELPER_KERNELS["maptree-regression"] = _HELPER_KERNELS["maptree-classification"]
+_WARMER_FIRST = {"maptree-classification": "arboretum.maptree._kernels.run_search",
+                 "maptree-regression": "arboretum.maptree._kernels.run_search",
+                 "density": "arboretum.density._list_kernels.mh_steps_incremental"}
 
-@pytest.mark.parametrize("family", ["maptree-classification", "maptree-regression"])
+
+@pytest.mark.parametrize("family", sorted(_HELPER_KERNELS))
 def test_the_helper_compiles_only_kernels_the_warm_up_needs(family):
     """Every signature the helper process compiles (with the argument types it builds itself) is
     one the warm-up needs: after the helper's part, the warm-up adds no second signature to any
-    kernel the helper compiled (else the warm-up would compile those kernels again)."""
+    kernel the helper compiled (else the warm-up would compile those kernels again); and the
+    helper leaves the kernel that the warm-up compiles first alone."""
+    _compile.families()  # registers every family
+    assert set(_compile._HELPERS) == set(_HELPER_KERNELS)
     _compile.warm_up(family)  # fills the cache this test's process uses: loads are counted too
     env = dict(os.environ, ARBORETUM_COMPILE_HELPER="0")
     out = subprocess.run([sys.executable, "-c", _HELPER_THEN_WARMER, family], env=env, capture_output=True,
                          text=True, timeout=600, check=True)
     r = json.loads(out.stdout.strip().splitlines()[-1])
     done = {k for k, v in r["helper"].items() if v}
-    assert {"arboretum.maptree._kernels.expand_node", "arboretum.maptree._kernels._bounds_from_stats",
-            "arboretum._numba.argsort_stable"} <= done
-    assert "arboretum.maptree._kernels.run_search" not in done
-    assert {k: r["warm"][k] for k in done} == {k: 1 for k in done}
+    assert _HELPER_KERNELS[family] <= done
+    assert _WARMER_FIRST[family] not in done
+    assert {k: r["warm"][k] for k in done} == {k: r["helper"][k] for k in done}
 
 
 def test_the_helper_starts_only_on_a_cold_cache_with_a_second_cpu(monkeypatch):

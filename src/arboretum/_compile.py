@@ -252,6 +252,7 @@ def _helper_main(family: str) -> None:
     of a cache entry it was writing."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     _load(family)  # that family's module alone
+    _RUNNING.add(family)  # a tiny fit in the helper must not start the family's whole warm-up
     with _llvm_settings(_LLVM.get(family)):
         _HELPERS[family]()
 

@@ -171,6 +171,49 @@ class MHResult:
 MAX_LIST_LENGTH = 256
 
 
+def _kernel_args(model: ListModel) -> tuple[int, tuple]:
+    """The longest list the sampler holds and the model's arguments of the list kernels
+    (:func:`~._list_kernels.list_log_posterior`, :func:`~._list_kernels.mh_steps_incremental`)."""
+    ants = model.ants
+    M = len(ants.sizes)
+    full = np.array(model.full, dtype=np.uint64)
+    boxes = np.array(ants.boxes, dtype=np.uint64).reshape(M, len(full))
+    sizes = np.asarray(ants.sizes, dtype=np.int64)
+    available = np.asarray(ants.available, dtype=np.int64)
+    args = (ants.bits, boxes, sizes, available, full, int(model.n), float(model.lam), float(model.eta),
+            float(model.alpha), bool(model.exact), bool(model.likelihood))
+    return min(M, MAX_LIST_LENGTH), args
+
+
+def _start_chain(model: ListModel, cap: int, args: tuple) -> tuple[np.ndarray, int, float]:
+    """A chain's first list, drawn from the prior (numba's generator, seeded by the caller): its
+    rules ``d[:m]`` and its log posterior."""
+    from . import _list_kernels as LK
+
+    d = np.zeros(max(cap, 1), dtype=np.int64)
+    sizes, available = args[2], args[3]
+    m = int(LK.prior_list(sizes, available, float(model.lam), float(model.eta), cap, d)) if len(sizes) else 0
+    return d, m, float(LK.list_log_posterior(d, m, *args))
+
+
+def compile_sampler_kernel(model: ListModel) -> None:
+    """Compile (or load) the sampler's kernel :func:`~._list_kernels.mh_steps_incremental` for the
+    argument types :func:`metropolis_hastings` passes, running nothing (the density warm-up of
+    :mod:`arboretum._compile` compiles it first; see ``density/_warm.py``)."""
+    from numba import typeof
+
+    from . import _list_kernels as LK
+
+    cap, args = _kernel_args(model)
+    d = np.zeros(max(cap, 1), dtype=np.int64)
+    best = np.zeros(2 + max(cap, 1))
+    trace, lens = np.empty(1), np.empty(1, dtype=np.int64)
+    recs = np.zeros((0, cap + 1), dtype=np.int64)
+    # the call in metropolis_hastings: (d, m, lp, steps, *args, cap, best, trace[off:], lens[off:], rec_from, recs[off:])
+    call = (d, 0, 0.0, 1, *args, cap, best, trace[0:], lens[0:], 0, recs[0:])
+    LK.mh_steps_incremental.compile(tuple(typeof(a) for a in call))
+
+
 def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int | None = None, thinning: int = 1,
                         n_chains: int = 3, point_estimate: str = "map", random_state: int | None = 0,
                         deadline: float | None = None, record_lengths: bool = False,
@@ -190,13 +233,7 @@ def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int 
     ants = model.ants
     M = len(ants.sizes)
     burn = n_iter // 2 if burn_in is None else burn_in
-    cap = min(M, MAX_LIST_LENGTH)
-    full = np.array(model.full, dtype=np.uint64)
-    boxes = np.array(ants.boxes, dtype=np.uint64).reshape(M, len(full))
-    sizes = np.asarray(ants.sizes, dtype=np.int64)
-    available = np.asarray(ants.available, dtype=np.int64)
-    args = (ants.bits, boxes, sizes, available, full, int(model.n), float(model.lam), float(model.eta),
-            float(model.alpha), bool(model.exact), bool(model.likelihood))
+    cap, args = _kernel_args(model)
     best = np.zeros(2 + max(cap, 1))
     best[1] = -np.inf
     traces, lengths, samples = [], [], []
@@ -205,9 +242,7 @@ def metropolis_hastings(model: ListModel, *, n_iter: int = 50_000, burn_in: int 
     n_rec = max(n_iter - burn, 0)
     for _ in range(n_chains):
         LK.seed(int(rng.integers(2**31 - 1)))
-        d = np.zeros(max(cap, 1), dtype=np.int64)
-        m = int(LK.prior_list(sizes, available, float(model.lam), float(model.eta), cap, d)) if M else 0
-        lp = float(LK.list_log_posterior(d, m, *args))
+        d, m, lp = _start_chain(model, cap, args)
         if lp > best[1]:
             best[0], best[1], best[2:2 + m] = m, lp, d[:m]
         trace = np.empty(n_rec)
