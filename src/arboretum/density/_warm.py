@@ -21,7 +21,7 @@ def _trees_and_posterior() -> None:
     posterior, and a tree's fit and scores."""
     from .anneal import Problem
     from .exact import region_tables, solve_exact
-    from .rulelist import ListModel, _kernel_args, _start_chain, mine_antecedents
+    from .rulelist import _kernel_args, _start_chain
 
     codes, q = _tiny()
     solve_exact(codes, q, "leaf", 2.0, 2.0, 10)  # the Lagrangian bound (it may certify alone)
@@ -34,7 +34,7 @@ def _trees_and_posterior() -> None:
     prob = Problem(codes, q, "leaf", 2.0, 2.0)
     prob.block(prob.all_bits, 0, 3)
     K.and_count(prob.all_bits, prob.all_bits)
-    model = ListModel(mine_antecedents(codes, q, 2), q, 5, 2.0, 1.0, 1.0)
+    model = _list_model()
     model.log_posterior((0, 3))
     _start_chain(model, *_kernel_args(model))  # the sampler's start: prior_list, list_log_posterior
     # a fit and its scores: the leaf lookup (first_match) with the argument types of a real fit
