@@ -961,9 +961,14 @@ class RegressionSearch(AndOrSearch):
 # On a cold cache the warmer compiles the search kernel first, from a search built without calling
 # any kernel (its compile reaches expand_node last), while the helper process builds a real search
 # and seeds it: the node kernels and expand_node, which the warmer then loads from the cache.
+def _tiny_seed(path: tuple) -> int:
+    """The seed tree of the warm-ups: feature ``d`` at depth ``d``, two levels."""
+    return len(path) if len(path) < 2 else -1
+
+
 def _exercise(search: AndOrSearch) -> None:
     """Call every kernel a fit calls: seeding, focused and plain runs, growing, the answer."""
-    search.seed(lambda path: len(path) if len(path) < 2 else -1)
+    search.seed(_tiny_seed)
     search.run(max_expansions=24, focus=True)
     search._grow((2 * search.or_lb.shape[0], 2 * search.and_feature.shape[0], 2 * search.ht_val.shape[0]))
     search.run(max_expansions=200)
@@ -988,7 +993,7 @@ def _helper(search: AndOrSearch) -> None:
 
     from .._numba import argsort_stable
 
-    search.seed(lambda path: len(path) if len(path) < 2 else -1)
+    search.seed(_tiny_seed)
     n, tmp, d = np.int64(search.n_samples), np.int64(1), np.int64(1)
     args = (search.model, search.scratch, n, search.dup_group, search.group_size, search.or_counts, search.or_stats,
             tmp, d, search.log_ps, search.log_pstop, search.tables.E, search.tables.logv, search.ub_inf,
