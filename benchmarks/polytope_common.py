@@ -367,6 +367,22 @@ def throughput(make: Callable[[], Any], X, y) -> dict:
             "outside_matmul_share_of_wall": 1 - (matmul / 1e6) / wall}
 
 
+def arithmetic() -> str:
+    """The float arithmetic torch's CPU kernels use here: the processor, torch's vector instruction set
+    (``ATEN_CPU_CAPABILITY`` can lower it) and MKL's code path where ``MKL_CBWR`` fixes it.  Gradient
+    training rounds differently under each, so the same seed gives different trees on different
+    processors; a run with ``MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2`` rounds as on a processor without
+    AVX-512."""
+    import os
+
+    import torch
+    from engine import machine_info
+
+    cpu = machine_info()["machine"].rsplit(",", 1)[0]
+    cbwr = os.environ.get("MKL_CBWR")
+    return f"{cpu}, torch {torch.backends.cpu.get_cpu_capability()}" + (f", MKL_CBWR={cbwr}" if cbwr else "")
+
+
 def header(title: str, command: str, notes: list[str], gpu: str | None = None) -> list[str]:
     from engine import machine_info
 

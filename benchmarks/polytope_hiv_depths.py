@@ -12,7 +12,12 @@ Usage::
     python benchmarks/polytope_hiv_depths.py --max-depth 7 SEED   # deeper trees: results/polytope_hiv_depths_d7.*
     python benchmarks/polytope_hiv_depths.py --max-depth 7 --summary
 
-One fit takes about 10 minutes of one core here.
+One fit takes about 10 minutes of one core here.  Each line records the arithmetic it ran under
+(``polytope_common.arithmetic``: processor, torch's vector instruction set, ``MKL_CBWR``); the summary
+gives the mean per arithmetic and over all lines.  To see how much the result owes to this processor's
+rounding, run the seeds again as a processor without AVX-512 would round::
+
+    MKL_CBWR=AVX2 ATEN_CPU_CAPABILITY=avx2 python benchmarks/polytope_hiv_depths.py SEED
 """
 
 from __future__ import annotations
@@ -45,28 +50,40 @@ def run(seed: int) -> dict:
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     return {**m.by_depth_, "seed": seed, "chosen": int(m.best_depth_), "refined": bool(m.refined_),
             "test_auc": float(roc_auc_score(yte, m.predict_proba(Xte)[:, 1])), "fit_s": time.perf_counter() - t,
-            "git": rev.strip()}
+            "git": rev.strip(), "arithmetic": C.arithmetic()}
 
 
 def summary() -> None:
     rows = [json.loads(line) for line in RESULTS.with_suffix(".jsonl").read_text().splitlines() if line.strip()]
-    rows.sort(key=lambda r: r["seed"])
-    auc = np.array([r["test_auc"] for r in rows])
+    for r in rows:
+        r.setdefault("arithmetic", "not recorded")
+    kinds = list(dict.fromkeys(r["arithmetic"] for r in rows))
+    rows.sort(key=lambda r: (kinds.index(r["arithmetic"]), r["seed"]))
+
+    def mean_se(values: list[float], unit: str = "seed") -> str:
+        a = np.asarray(values)
+        se = a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else float("nan")
+        return f"**{a.mean():.4f} ± {se:.4f}** (mean ± s.e., {a.size} {unit}{'s' if a.size != 1 else ''})"
+
+    auc = [r["test_auc"] for r in rows]
     option = "" if MAX_DEPTH == 5 else f"--max-depth {MAX_DEPTH} "
     lines = [f"# HIV: CPT linear+ES by scaffold (max_depth={MAX_DEPTH}), every depth's validation and test AUC", "",
              f"Command: `python benchmarks/polytope_hiv_depths.py {option}SEED` for each seed, then "
              f"`{option}--summary`. "
              "Depth d is the greedy tree grown to depth d; the chosen one (*) is the best on validation.", "",
-             f"Test AUC of the chosen trees: **{auc.mean():.4f} ± {auc.std(ddof=1) / np.sqrt(auc.size):.4f}** "
-             f"(mean ± s.e., {auc.size} seeds; paper 73.1 ± 1.4).", "",
-             f"| seed | git | chosen depth (leaves) | test AUC | validation AUC by depth 1..{MAX_DEPTH} | "
+             "Test AUC of the chosen trees (paper 73.1 ± 1.4):", "",
+             *[f"- {kind}: {mean_se([r['test_auc'] for r in rows if r['arithmetic'] == kind])}" for kind in kinds],
+             *([f"- all: {mean_se(auc, 'fit')}"] if len(kinds) > 1 else []), "",
+             f"| arithmetic | seed | git | chosen depth (leaves) | test AUC | validation AUC by depth 1..{MAX_DEPTH} | "
              f"test AUC by depth 1..{MAX_DEPTH} | fit s |",
-             "|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         star = lambda vals: " ".join(f"{v:.3f}{'*' if d == r['chosen'] else ''}"  # noqa: E731
                                      for d, v in enumerate(vals) if d > 0)
-        lines.append(f"| {r['seed']} | {r.get('git', '')} | {r['chosen']} ({r['leaves'][r['chosen']]}) | "
+        lines.append(f"| {kinds.index(r['arithmetic']) + 1} | {r['seed']} | {r.get('git', '')} | "
+                     f"{r['chosen']} ({r['leaves'][r['chosen']]}) | "
                      f"{r['test_auc']:.4f} | {star(r['val'])} | {star(r['test'])} | {r['fit_s']:.0f} |")
+    lines += ["", "Arithmetic: " + "; ".join(f"{i + 1}: {kind}" for i, kind in enumerate(kinds)) + "."]
     RESULTS.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -61,3 +61,26 @@ def test_no_table_without_by_depth_records():
     df = pd.DataFrame([{"method": "CPT", "seed": 0, "auc": 0.9, "leaves": 4},
                        {"method": "CPT(K=1)", "seed": 0, "auc": 0.8, "leaves": 4}])
     assert polytope_real._no_more_leaves(df, "auc") == []
+
+
+def test_hiv_depths_summary_gives_the_mean_per_arithmetic(tmp_path, monkeypatch):
+    import polytope_hiv_depths
+
+    def fit(seed, auc, arithmetic=None):
+        row = {"seed": seed, "chosen": 2, "refined": False, "test_auc": auc, "fit_s": 1.0, "git": "abc",
+               "leaves": [1, 2, 4], "val": [0.5, 0.6, 0.7], "test": [0.5, 0.6, auc]}
+        return row if arithmetic is None else {**row, "arithmetic": arithmetic}
+
+    rows = [fit(1, 0.74, "X, torch AVX512"), fit(0, 0.72, "X, torch AVX512"), fit(0, 0.70, "X, torch AVX2"),
+            fit(1, 0.71, "X, torch AVX2"), fit(2, 0.73)]  # the last from before the field was recorded
+    monkeypatch.setattr(polytope_hiv_depths, "RESULTS", tmp_path / "depths")
+    monkeypatch.setattr(polytope_hiv_depths, "MAX_DEPTH", 2)
+    (tmp_path / "depths.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    polytope_hiv_depths.summary()
+    text = (tmp_path / "depths.md").read_text()
+    assert "- X, torch AVX512: **0.7300 ± 0.0100** (mean ± s.e., 2 seeds)" in text
+    assert "- X, torch AVX2: **0.7050 ± 0.0050** (mean ± s.e., 2 seeds)" in text
+    assert "- not recorded: **0.7300 ± nan** (mean ± s.e., 1 seed)" in text
+    assert "- all: **0.7200 ± 0.0071** (mean ± s.e., 5 fits)" in text
+    table = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert [line.split("|")[2].strip() for line in table] == ["0", "1", "0", "1"]  # by arithmetic, then seed
