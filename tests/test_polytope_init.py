@@ -269,6 +269,62 @@ def test_held_out_groups_choose_the_restart(monkeypatch, early_stopping, with_gr
     assert np.array_equal(kept["coefs"], m.tree_.polytopes[0]["coefs"])
 
 
+def _linear_problem(n: int = 600, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    return X, (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0).astype(int), np.arange(n) // 10
+
+
+@pytest.mark.parametrize("prefer_linear", [True, False])
+def test_the_linear_start_is_a_candidate_that_the_held_out_groups_can_keep(monkeypatch, tmp_path, prefer_linear):
+    """With ``init="linear"``, ``early_stopping`` and ``groups``, the untrained linear start (one expert
+    along the linear model's score, cut by the threshold search) is scored beside the trained
+    restarts and kept where the held-out groups prefer it; refinement, printing and saving then take
+    its one-expert committee as any other.  Where they prefer a trained stump, that one is kept."""
+    import arboretum
+    from arboretum.polytope import estimator
+
+    scored = []
+
+    def held(self, committee, fit_rows, held_rows, t):
+        scored.append(committee["r"].size)
+        return float((committee["r"].size == 1) != prefer_linear)
+
+    monkeypatch.setattr(estimator._ConvexPolytopeTreeBase, "_held_out_cost", held)
+    X, y, groups = _linear_problem()
+    m = quick(max_depth=2, n_restarts=2, init="linear", early_stopping=0.3).fit(X, y, groups=groups)
+    assert 1 in scored and max(scored) == 8  # the linear start and the trained committees of 8 experts
+    root = m.tree_.polytopes[0]
+    if not prefer_linear:
+        assert root["r"].size == 8
+        return
+    assert root["r"].size == 1 and root["facet"].tolist() == [1.0]
+    scale = X.std(0)  # the linear model's direction on the raw columns, up to its positive scale
+    want = RidgeClassifierCV(alphas=np.logspace(-3, 4, 8)).fit((X - X.mean(0)) / scale, y).coef_.ravel() / scale
+    got = root["coefs"][0]
+    assert got @ want / (np.linalg.norm(got) * np.linalg.norm(want)) > 0.99  # refinement may turn it a little
+    assert "facet" in m.export_text()
+    arboretum.save(m, tmp_path / "m.json")
+    np.testing.assert_array_equal(arboretum.load(tmp_path / "m.json").predict_proba(X), m.predict_proba(X))
+
+
+def test_the_linear_start_is_no_candidate_without_groups_or_linear_init(monkeypatch):
+    """Without ``groups`` the trained stumps alone compete (on the training impurity), and with
+    ``init="random"`` there is no linear start to score."""
+    from arboretum.polytope import estimator
+
+    calls = []
+    real = estimator._ConvexPolytopeTreeBase._linear_candidates
+    monkeypatch.setattr(estimator._ConvexPolytopeTreeBase, "_linear_candidates",
+                        lambda self, K: calls.append(K) or real(self, K))
+    X, y, groups = _linear_problem()
+    m = quick(max_depth=1, n_restarts=2, init="linear", early_stopping=0.3, refine=False).fit(X, y)
+    assert calls == [] and m.tree_.polytopes[0]["r"].size == 8
+    calls.clear()
+    m = quick(max_depth=1, n_restarts=2, early_stopping=0.3, refine=False).fit(X, y, groups=groups)
+    assert calls == [8] and m.tree_.polytopes[0]["r"].size == 8
+
+
 def test_held_out_cost_is_the_impurity_of_the_cut_found_on_the_other_rows():
     """``_held_out_cost``: the cut comes from the rows trained on; its impurity per row on the held-out
     rows, +inf when the rows trained on give no cut (too few for two leaves)."""

@@ -610,33 +610,57 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             parent = self._leaf_cost(nd.idx)
             parent_J = parent / nd.idx.size if self._task == "classification" else parent
             fit_rows, held_rows = parts[f]
-            # With groups, early stopping's held-out groups also pick the restart (see _held_out_cost).
-            on_held = self._groups is not None and held_rows.size > 0 and B.shape[1] > 1
+            # With groups, early stopping's held-out groups also pick the restart (see _held_out_cost),
+            # and with init="linear" the linear start itself is one more candidate (_linear_candidates).
+            starts = self._linear_candidates(K) if held_rows.size and self._groups is not None else []
+            on_held = self._groups is not None and held_rows.size > 0 and B.shape[1] + len(starts) > 1
             best = None
-            for u in range(B.shape[1]):
+            for u in range(B.shape[1] + len(starts)):
                 if restart is not None and u != restart[f]:
                     continue
-                if slope is None:
+                if u >= B.shape[1]:  # a linear start: one expert along the linear model's score
+                    B_u, rho_u, mask, tau_u = starts[u - B.shape[1]]
+                    t_u = math.nan  # no learned threshold: only the searched cut (threshold_mode="search")
+                elif slope is None:
+                    B_u, tau_u = B[f, u], float(tau[f, u])
                     rho_u, t_u, mask = rho[f, u], float(t[f, u]), search.prune_mask(rho[f, u], np.ones(K))
                 else:  # as the paper's gate with tied weights, the convex side left (spec R2)
+                    B_u, tau_u = B[f, u], float(tau[f, u])
                     rho_u, t_u, _ = search.reference_as_paper(slope[f, u], t[f, u], K)
                     mask = np.ones(K)
-                committee = search.raw_committee(B[f, u], rho_u, mask, self._mean, self._scale)
+                committee = search.raw_committee(B_u, rho_u, mask, self._mean, self._scale)
                 cut, cost = self._cut(polytope_intensity(committee, E), y, t_u)
                 if cut is None or not cost < parent_J - 1e-12 * max(1.0, abs(parent_J)):
                     continue
                 key = (self._held_out_cost(committee, fit_rows, held_rows, t_u), cost) if on_held else (cost,)
                 if best is None or key < best[0]:
-                    best = (key, cost, u, cut, mask, committee, rho_u)
+                    best = (key, cost, B_u, tau_u, cut, mask, committee, rho_u)
             done.append(best is not None)
             if best is None:
                 continue
-            _, cost, u, cut, mask, committee, rho_u = best
+            _, cost, B_u, tau_u, cut, mask, committee, rho_u = best
             committee["facet"] = search.effective_facets(committee, E, cut)
             committee.update(search.printed_polytope(committee, E, cut))
-            nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B[f, u], rho_u, mask, cut, float(tau[f, u]), committee
+            nd.B, nd.rho, nd.mask, nd.t, nd.tau, nd.committee = B_u, rho_u, mask, cut, tau_u, committee
             nd.gain = parent - (cost * nd.idx.size if self._task == "classification" else cost)
         return done
+
+    def _linear_candidates(self, K: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
+        """``init="linear"`` with ``groups`` and ``early_stopping``: the untrained linear start as
+        candidate stumps beside a node's trained restarts, one per direction of the linear model, each
+        as ``(B, rho, mask, tau)`` of K experts of which only the first (the direction itself) is
+        kept.  Its cut is the threshold search's on the linear score, so the held-out groups choose
+        between that cut and the trained ones: on HIV's large node of inactive molecules the trained
+        committees can fit a few training scaffolds and cut a tiny group off, while the cut along the
+        linear score carries over to new scaffolds (``benchmarks/results/polytope_hiv_depths.md``).
+        Only with ``threshold_mode="search"`` (the linear start has no learned threshold) and the
+        paper's gate."""
+        if self._directions is None or self.threshold_mode != "search" or self.gate != "paper":
+            return []
+        W = self._directions.cpu().numpy().astype(np.float64)
+        mask = np.zeros(K)
+        mask[0] = 1.0
+        return [(np.repeat(w[None], K, axis=0), np.zeros(K), mask, float(self.initial_steepness)) for w in W]
 
     def _least_loss_restarts(self, p: Any, idx: np.ndarray, node_of: np.ndarray, s: Any) -> np.ndarray:
         """For each node of a level whose training the limit stopped, the restart of least soft loss
@@ -903,16 +927,21 @@ _DOC_PARAMS = """
         model's score.  On wide, nearly separable data (thousands of fingerprint bits, fewer rows)
         the entropy objective alone picks directions that do not generalise; pair it with
         ``early_stopping`` so that training moves away from the linear start only while held-out
-        rows agree.  The linear fit counts towards ``time_limit`` but is not interrupted by it
-        (about 20 s on 10,000 rows of 2,048 columns here).
+        rows agree; with ``groups`` too, the untrained linear start (one expert along the linear
+        score, cut by the threshold search) is one more candidate beside the trained restarts, kept
+        where its cut does best on the held-out groups.  (The linear model is fit before any group
+        is held out, so it has seen the held-out groups' labels: the choice leans towards it.)  The
+        linear fit counts towards ``time_limit`` but is not interrupted
+        by it (about 20 s on 10,000 rows of 2,048 columns here).
     early_stopping : float or None, default=None
         Beyond the paper: hold out this share of each node's rows (and, in refinement, of all rows)
         from the soft training; every stump (or the refined tree) keeps its parameters of the epoch
         whose soft loss on the held-out rows is lowest, its initialisation included, and training
         stops after ``n_iter_no_change`` epochs without improvement.  The hard cuts are still searched
         on all of the node's rows.  With ``fit(..., groups=...)`` whole groups are held out, and they
-        also choose among a node's ``n_restarts`` stumps: the one whose cut, searched on the rows
-        trained on, has the lowest impurity on the held-out groups
+        also choose among a node's ``n_restarts`` stumps (and, with ``init="linear"``, the linear
+        start): the one whose cut, searched on the rows trained on, has the lowest impurity on the
+        held-out groups
         (rows again where a node holds one group).  None: train every epoch on every row (the paper).
     n_iter_no_change : int, default=10
         Patience of ``early_stopping`` in epochs.
