@@ -684,10 +684,11 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         rows are a random share of the node's, from the same groups as the rest, and the training
         impurity on all of the node's rows (more rows, no shift to see) chooses.  Measured on
         MoleculeNet's scaffold splits (test AUC, 5 seeds, an Intel Xeon): with scaffolds as groups HIV
-        0.714 -> 0.740 and Bace 0.838 -> 0.849 (``benchmarks/results/polytope_hiv_depths.md``); Bace
-        with random rows held out fell 0.846 -> 0.833 on this choice, hence not without groups.  On an
-        AMD EPYC, whose float32 products round differently, this code gives HIV 0.723 and Bace 0.838
-        (``polytope_hiv.md``, ``polytope_bace.md``)."""
+        0.714 -> 0.740 and Bace 0.838 -> 0.849 (``benchmarks/results/polytope_hiv_depths_2d6d201.md``);
+        Bace with random rows held out fell 0.846 -> 0.833 on this choice, hence not without groups.  On
+        an AMD EPYC, whose float32 products round differently, that code gave HIV 0.723 and Bace 0.838
+        (``polytope_hiv.md``).  With the linear start as a candidate too (:meth:`_linear_candidates`):
+        HIV 0.744, and 0.734 rounding as a processor without AVX-512 (``polytope_hiv_depths.md``)."""
         cut, _ = self._cut(polytope_intensity(committee, self._E[fit_rows]), self._y[fit_rows], t_learned)
         if cut is None:
             return math.inf
