@@ -687,7 +687,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         0.714 -> 0.740 and Bace 0.838 -> 0.849 (``benchmarks/results/polytope_hiv_depths_2d6d201.md``);
         Bace with random rows held out fell 0.846 -> 0.833 on this choice, hence not without groups.  On
         an AMD EPYC, whose float32 products round differently, that code gave HIV 0.723 and Bace 0.838
-        (``polytope_hiv.md``).  With the linear start as a candidate too (:meth:`_linear_candidates`):
+        (``polytope_hiv.md``'s notes).  With the linear start as a candidate too (:meth:`_linear_candidates`):
         HIV 0.744, and 0.734 rounding as a processor without AVX-512 (``polytope_hiv_depths.md``)."""
         cut, _ = self._cut(polytope_intensity(committee, self._E[fit_rows]), self._y[fit_rows], t_learned)
         if cut is None:
@@ -931,7 +931,9 @@ _DOC_PARAMS = """
         rows agree; with ``groups`` too, the untrained linear start (one expert along the linear
         score, cut by the threshold search) is one more candidate beside the trained restarts, kept
         where its cut does best on the held-out groups.  (The linear model is fit before any group
-        is held out, so it has seen the held-out groups' labels: the choice leans towards it.)  The
+        is held out, so it has seen the held-out groups' labels: the choice leans towards it.  Fit
+        without them, the choice lost 0.03-0.06 test AUC on Bace by scaffold:
+        ``benchmarks/results/polytope_bace_honest_linear.md``.)  The
         linear fit counts towards ``time_limit`` but is not interrupted
         by it (about 20 s on 10,000 rows of 2,048 columns here).
     early_stopping : float or None, default=None
