@@ -21,7 +21,8 @@ Usage::
 
 ``--methods`` runs only the named methods and keeps the other rows of the previous run's CSV (only the
 (method, seed) pairs that ran are replaced, so runs of disjoint methods or seeds may go at once);
-``--first-seed K`` with it runs seeds K and up.  Where CPT was chosen on validation rows (Bace, HIV), a
+``--first-seed K`` with it runs seeds K and up; ``--report`` fits nothing and rewrites the Markdown from
+the CSV (after rows of several runs were merged into it).  Where CPT was chosen on validation rows (Bace, HIV), a
 second table compares it with CPT(K=1) at no more leaves (see ``_no_more_leaves``).
 On Bace and HIV two more rows go beyond the paper: ``CPT linear+ES`` and ``CPT(K=1) linear+ES`` start
 every node's experts along one ridge classifier (``init="linear"``) and keep each stump's epoch of lowest
@@ -82,9 +83,14 @@ def _selected(df, methods: tuple[str, ...]) -> str:
     """'Selected (depth, refined) by seed: ...' for the methods chosen on validation rows."""
     if "selected_depth" not in df:
         return ""
+    def one(r) -> str:  # '(?)' for a row without it (one rebuilt from a run's log)
+        return "(?)" if pd.isna(r.selected_depth) else f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
+
+    import pandas as pd
+
     return "Selected (depth, refined) by seed: " + ", ".join(
-        f"{m}: " + " ".join(f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
-                            for r in df[df.method == m].itertuples()) for m in methods) + "."
+        f"{m}: " + " ".join(one(r) for r in df[df.method == m].sort_values("seed").itertuples())
+        for m in methods) + "."
 
 
 def _no_more_leaves(df, metric: str) -> list[str]:
@@ -101,7 +107,9 @@ def _no_more_leaves(df, metric: str) -> list[str]:
         if not (cpt == "CPT" or cpt.startswith("CPT ")) or k1 not in set(df.method):
             continue
         a, b = df[df.method == cpt].set_index("seed"), df[df.method == k1].set_index("seed")
-        seeds = sorted(s for s in set(a.index) & set(b.index) if isinstance(a.at[s, "by_depth"], str))
+        # by_depth is needed only where CPT's own tree has more leaves
+        seeds = sorted(s for s in set(a.index) & set(b.index)
+                       if isinstance(a.at[s, "by_depth"], str) or a.at[s, "leaves"] <= b.at[s, "leaves"])
         if not seeds:
             continue
         ours, leaves, theirs, their_leaves = [], [], [], []
@@ -131,7 +139,8 @@ def _no_more_leaves(df, metric: str) -> list[str]:
             "|---|---|---|---|---|---|", *out]
 
 
-def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first_seed: int = 0) -> None:
+def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first_seed: int = 0,
+        report: bool = False) -> None:
     cfg = CONFIGS[name]
     data = cfg["load"]()
     Xtr, ytr, Xte, yte = data[0], data[1], data[-2], data[-1]
@@ -144,7 +153,7 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first
         scaffolds = None if scaffolds is None else scaffolds[keep]
     binary = cfg["metric"] == "auc"
     rows, profile = [], None
-    for seed in range(first_seed, seeds):
+    for seed in range(first_seed, 0 if report else seeds):
         def make_cpt(groups=None, **kw):
             return C.protocol_cpt(depth, seed, Xva, yva, cfg.get("select"), groups, **{**cfg["cpt"], **kw})
 
@@ -173,7 +182,7 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first
             rows.append({"dataset": name, "method": method, "seed": seed, "depth": depth, **row})
             print(f"{name} seed {seed} {method}: {cfg['metric']} {row[cfg['metric']]:.4f} leaves {row['leaves']} "
                   f"fit {row['fit_s']:.1f}s cpu {row['cpu_s']:.1f}s", flush=True)
-    if (not quick or name == "connect4") and (only is None or "CPT" in only):
+    if not report and (not quick or name == "connect4") and (only is None or "CPT" in only):
         profile = C.throughput(lambda: C.cpt(depth, 0, **{**cfg["cpt"], "refine": False,
                                                           "epochs": 5}), Xtr, ytr)
     import pandas as pd
@@ -182,7 +191,10 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first
     C.RESULTS.mkdir(exist_ok=True)
     df = pd.DataFrame(rows)
     kept = ""
-    if only is not None and (C.RESULTS / f"{stem}.csv").exists():
+    if report:
+        df = pd.read_csv(C.RESULTS / f"{stem}.csv")
+        rows = df.to_dict("records")
+    elif only is not None and (C.RESULTS / f"{stem}.csv").exists():
         old = pd.read_csv(C.RESULTS / f"{stem}.csv")
         # Only the (method, seed) pairs this run produced replace earlier rows, so that runs of disjoint
         # seeds or methods may go at once (the CSV is read back just before it is written).
@@ -196,12 +208,16 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first
         rows = df.to_dict("records")
     df.to_csv(C.RESULTS / f"{stem}.csv", index=False)
     command = f"python benchmarks/polytope_real.py --dataset {name}" + (" --quick" if quick else "") + \
+        (" --report" if report else "") + \
         (f" --seeds {seeds}" if seeds != (1 if quick else 5) else "") + \
         (f" --methods \"{','.join(only)}\"" if only is not None else "") + \
         (f" --first-seed {first_seed}" if first_seed else "")
     cpt = df[df.method == "CPT"]
     notes = [f"Only {', '.join(only)} ran in this run; the rows of {kept} are the previous run's (same CSV)."] \
         if kept else []
+    if report:
+        notes.append("Rewritten from the CSV (`--report`), nothing fitted here: each (method, seed) row is the one of "
+                     "the run that made it (the notes by hand below say which).")
     notes += [f"Train {Xtr.shape[0]} x {Xtr.shape[1]}, test {Xte.shape[0]}; CPT at max_depth={depth} with "
              f"{cfg['cpt'] or 'its defaults'} (time_limit=None); seeds vary the models, not the split."]
     if cfg.get("select"):
@@ -263,6 +279,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="1 seed, smaller depth (and HIV subsampled)")
     ap.add_argument("--methods", default=None,
                     help="comma-separated methods to run; the others' rows are kept from the previous CSV")
+    ap.add_argument("--report", action="store_true",
+                    help="fit nothing: rewrite the Markdown from the CSV (after runs whose rows were merged into it)")
     ap.add_argument("--first-seed", type=int, default=0,
                     help="with --methods: run seeds from this one on, keeping the named methods' earlier seeds "
                          "from the previous CSV")
@@ -272,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = args.seeds or (1 if args.quick else 5)
     only = None if args.methods is None else [m.strip() for m in args.methods.split(",")]
     for name in CONFIGS if args.dataset == "all" else [args.dataset]:
-        run(name, seeds, args.quick, only, args.first_seed)
+        run(name, seeds, args.quick, only, args.first_seed, args.report)
 
 
 if __name__ == "__main__":

@@ -84,3 +84,23 @@ def test_hiv_depths_summary_gives_the_mean_per_arithmetic(tmp_path, monkeypatch)
     assert "- all: **0.7200 ± 0.0071** (mean ± s.e., 5 fits)" in text
     table = [line for line in text.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert [line.split("|")[2].strip() for line in table] == ["0", "1", "0", "1"]  # by arithmetic, then seed
+
+
+def test_a_row_without_by_depth_counts_where_cpt_has_no_more_leaves():
+    # a row rebuilt from a run's log has no by-depth record; it is needed only where CPT has more leaves
+    df = pd.DataFrame([
+        _row("CPT x", 0, 0.73, 16), _row("CPT(K=1) x", 0, 0.74, 16),
+        _row("CPT x", 1, 0.80, 8, {"leaves": [1, 2, 4, 8], "val": [0.5, 0.7, 0.8, 0.9],
+                                   "test": [0.5, 0.6, 0.75, 0.80]}), _row("CPT(K=1) x", 1, 0.70, 4),
+        _row("CPT x", 2, 0.99, 9), _row("CPT(K=1) x", 2, 0.50, 4),  # more leaves, no record: left out
+    ])
+    ours, our_leaves, theirs, _, wins = _table(polytope_real._no_more_leaves(df, "auc"))["CPT x"]
+    assert ours.startswith(f"{np.mean([0.73, 0.75]):.4f}")
+    assert float(our_leaves) == pytest.approx(10.0)
+    assert wins == "1/2"
+
+
+def test_selected_marks_rows_without_a_recorded_choice():
+    df = pd.DataFrame([{"method": "CPT", "seed": 1, "selected_depth": 3.0, "refined": False},
+                       {"method": "CPT", "seed": 0, "selected_depth": np.nan, "refined": np.nan}])
+    assert polytope_real._selected(df, ("CPT",)) == "Selected (depth, refined) by seed: CPT: (?) (3,g)."
