@@ -81,12 +81,13 @@ LINEAR_ES = dict(init="linear", early_stopping=0.2)
 
 def _selected(df, methods: tuple[str, ...]) -> str:
     """'Selected (depth, refined) by seed: ...' for the methods chosen on validation rows."""
+    import pandas as pd
+
     if "selected_depth" not in df:
         return ""
-    def one(r) -> str:  # '(?)' for a row without it (one rebuilt from a run's log)
-        return "(?)" if pd.isna(r.selected_depth) else f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
 
-    import pandas as pd
+    def one(r) -> str:  # '(?)' for a row that did not record its choice
+        return "(?)" if pd.isna(r.selected_depth) else f"({int(r.selected_depth)},{'r' if r.refined else 'g'})"
 
     return "Selected (depth, refined) by seed: " + ", ".join(
         f"{m}: " + " ".join(one(r) for r in df[df.method == m].sort_values("seed").itertuples())
@@ -153,7 +154,7 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first
         scaffolds = None if scaffolds is None else scaffolds[keep]
     binary = cfg["metric"] == "auc"
     rows, profile = [], None
-    for seed in range(first_seed, 0 if report else seeds):
+    for seed in range(0) if report else range(first_seed, seeds):  # --report fits nothing
         def make_cpt(groups=None, **kw):
             return C.protocol_cpt(depth, seed, Xva, yva, cfg.get("select"), groups, **{**cfg["cpt"], **kw})
 
@@ -192,6 +193,8 @@ def run(name: str, seeds: int, quick: bool, only: list[str] | None = None, first
     df = pd.DataFrame(rows)
     kept = ""
     if report:
+        if not (C.RESULTS / f"{stem}.csv").exists():
+            raise SystemExit(f"--report: no {C.RESULTS / stem}.csv to rewrite the Markdown from; run the benchmark first")
         df = pd.read_csv(C.RESULTS / f"{stem}.csv")
         rows = df.to_dict("records")
     elif only is not None and (C.RESULTS / f"{stem}.csv").exists():
@@ -287,6 +290,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.first_seed and args.methods is None:
         ap.error("--first-seed needs --methods")
+    if args.report and (args.methods or args.first_seed or args.seeds):
+        ap.error("--report fits nothing: it takes no --methods, --seeds or --first-seed")
     seeds = args.seeds or (1 if args.quick else 5)
     only = None if args.methods is None else [m.strip() for m in args.methods.split(",")]
     for name in CONFIGS if args.dataset == "all" else [args.dataset]:
