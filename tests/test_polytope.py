@@ -612,6 +612,38 @@ def test_device_choice(monkeypatch):
         quick(device="tpu").fit(X, y)
 
 
+def _flushes() -> bool:
+    return bool((torch.tensor([1e-40], dtype=torch.float32) * 1.0)[0] == 0)
+
+
+def test_fit_flushes_subnormals_and_restores_the_mode(monkeypatch):
+    """The fit computes with subnormal float32 flushed to zero (x86's slow path: HIV's deeper levels ran
+    several times slower) and leaves the mode as it found it, on or off."""
+    from arboretum.polytope._torch import flush_denormals
+
+    X, y = ring(100, 12)
+    seen = []
+    train = model.train
+    monkeypatch.setattr(model, "train", lambda *a, **k: (seen.append(_flushes()), train(*a, **k))[1])
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this processor cannot flush subnormals")
+    quick(max_depth=1, epochs=2).fit(X, y)
+    assert seen and all(seen) and not _flushes()
+    torch.set_flush_denormal(True)
+    try:
+        with flush_denormals(torch):
+            assert _flushes()
+        assert _flushes()  # it was on before: left on
+    finally:
+        torch.set_flush_denormal(False)
+    with flush_denormals(torch):
+        assert _flushes()
+    assert not _flushes()
+    with pytest.raises(ValueError), flush_denormals(torch):
+        raise ValueError  # restored on an error too
+    assert not _flushes()
+
+
 def test_verbose_prints_progress(capsys):
     X, y = ring(100, 12)
     quick(max_depth=1, epochs=3, verbose=2).fit(X, y)

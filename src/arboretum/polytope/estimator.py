@@ -29,7 +29,7 @@ from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
 from ..tree import BLOCK_ROWS, POLYTOPE, Tree, TreeBuilder, polytope_intensity
 from . import search
-from ._torch import import_torch, resolve_device
+from ._torch import flush_denormals, import_torch, resolve_device
 
 __all__ = ["ConvexPolytopeTreeClassifier", "ConvexPolytopeTreeRegressor", "auto_epochs", "auto_batch_size"]
 
@@ -234,7 +234,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         threads = torch.get_num_threads()
         try:
             torch.set_num_threads(self._n_threads(X, threads))
-            self._fit_torch(X, y, n_classes, torch, device, val, clock, groups)
+            with flush_denormals(torch):
+                self._fit_torch(X, y, n_classes, torch, device, val, clock, groups)
         finally:
             torch.set_num_threads(threads)
 
