@@ -305,15 +305,19 @@ def test_level_stumps_see_only_their_own_samples(monkeypatch, dense_level):
     np.testing.assert_allclose(model.grouped_variance(many, y, node, F_).numpy(), (per_node / n).numpy(), rtol=1e-10)
 
 
-def test_block_product_and_its_gradient():
+@pytest.mark.parametrize("block", [[3, 0, 3, 1, 0, 3, 3, 1, 0, 0, 1, 3],  # block 2 is empty
+                                   [3] * 11 + [0],  # one block holds nearly all rows: chunks of it
+                                   [2]])  # one row
+def test_block_product_and_its_gradient(block):
     gen = torch.Generator().manual_seed(5)
-    rows = torch.randn((12, 3), generator=gen, dtype=D64)
-    block = torch.tensor([3, 0, 3, 1, 0, 3, 3, 1, 0, 0, 1, 3])  # block 2 is empty
-    W = torch.randn((4 * 3, 2), generator=gen, dtype=D64).requires_grad_(True)
-    direct = torch.einsum("pd,pdk->pk", rows, W.reshape(4, 3, 2)[block])
+    block = torch.tensor(block)
+    rows = torch.randn((len(block), 3), generator=gen, dtype=D64)
+    W = torch.randn((4, 2, 3), generator=gen, dtype=D64).requires_grad_(True)
+    direct = torch.einsum("pd,pkd->pk", rows, W[block])
     np.testing.assert_allclose(model.block_product(rows, block, W).detach().numpy(), direct.detach().numpy(),
                                rtol=1e-12)
     assert torch.autograd.gradcheck(lambda W: model.block_product(rows, block, W), (W,), eps=1e-6, atol=1e-8)
+    assert model.block_product(rows[:0], block[:0], W).shape == (0, 2)
 
 
 def depth3_children():
