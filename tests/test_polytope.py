@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 import textwrap
+from functools import partial
 
 import numpy as np
 import pytest
@@ -616,15 +617,12 @@ def test_device_choice(monkeypatch):
         quick(device="tpu").fit(X, y)
 
 
-def _flushes() -> bool:
-    return bool((torch.tensor([1e-40], dtype=torch.float32) * 1.0)[0] == 0)
-
-
 def test_fit_flushes_subnormals_and_restores_the_mode(monkeypatch):
     """The fit computes with subnormal float32 flushed to zero (x86's slow path: HIV's deeper levels ran
     several times slower) and leaves the mode as it found it, on or off."""
-    from arboretum.polytope._torch import flush_denormals
+    from arboretum.polytope._torch import flush_denormals, flushes_subnormals
 
+    _flushes = partial(flushes_subnormals, torch)
     X, y = ring(100, 12)
     seen = []
     train = model.train
