@@ -4,8 +4,10 @@ the gamma-process prior and the training loop.
 Everything is batched over *units*: ``U`` independent trees of the same shape (the restarts of a
 stump, or the one tree being refined), each with ``M`` internal nodes of ``K`` experts on ``D``
 standardised features.  One mini-batch step is one matrix product ``X~ @ B^T`` for all experts of
-all nodes of all units, a few element-wise operations and two small products with the tree's
-path matrices; there is no Python loop over samples or nodes inside an epoch.
+all nodes of all units (for a level of more than ``DENSE_LEVEL`` stumps, or a refined tree's pruned
+paths, one batched product of each row with its own node's experts: :func:`block_product`), a few
+element-wise operations and two small products with the tree's path matrices; there is no Python loop
+over samples or nodes inside an epoch.
 
 Shapes: ``B`` (U, M, K, D+1) with the bias in column 0, ``rho = ln r`` (U, M, K), ``t`` (U, M),
 ``tau`` (U, M), ``mask`` (U, M, K) (0 for pruned experts).  With the reference code's gate
