@@ -322,8 +322,7 @@ def test_the_linear_start_is_no_candidate_without_groups_or_linear_init(monkeypa
     assert calls == [] and m.tree_.polytopes[0]["r"].size == 8
     calls.clear()
     m = quick(max_depth=1, n_restarts=2, early_stopping=0.3, refine=False).fit(X, y, groups=groups)
-    # a trained restart: the committee of 8 experts or restart 0's single expert (_single_first)
-    assert calls == [8] and m.tree_.polytopes[0]["r"].size in (1, 8)
+    assert calls == [8] and m.tree_.polytopes[0]["r"].size == 8
 
 
 def test_held_out_cost_is_the_impurity_of_the_cut_found_on_the_other_rows():
@@ -381,62 +380,3 @@ def test_column_std_by_blocks_equals_numpy_bit_for_bit(shape):
     E = rng.normal(size=shape) * rng.random(shape[1]) * 100 + rng.normal(size=shape[1]) * 1e3
     assert np.array_equal(_column_std(E), E.std(0))
     assert np.array_equal(_column_std(E[::2]), E[::2].std(0))  # not C-ordered: numpy itself
-
-
-def test_single_first_restart_keeps_one_expert_through_training():
-    """``init_level(single_first=True)``: restart 0 of every node keeps expert 0 alone (mask), its
-    threshold starts at the median of that expert's intensity, and training never moves the masked
-    experts (their gradient is zero); the other restarts keep every expert."""
-    p, s, gen, (X, Y), _ = _level(seed=2)
-    gen = torch.Generator().manual_seed(3)
-    node = torch.arange(X.shape[0]) % 2
-    p = model.init_level(2, 3, 4, X.shape[1] - 1, X, node, 1.0, gen, D64, single_first=True)
-    want = torch.zeros(4, dtype=D64)
-    want[0] = 1.0
-    assert torch.equal(p.mask[:, 0], want.expand(2, 4)) and bool((p.mask[:, 1:] == 1).all())
-    for f in range(2):
-        rows = X[node == f]
-        one = torch.exp(p.rho[f, 0, 0]) * torch.nn.functional.softplus(rows @ p.B[f, 0, 0])
-        assert float(p.t[f, 0]) == pytest.approx(float(one.median()))
-    before = p.B[:, 0, 1:].clone()
-    p.node_of = node
-    assert model.train(p, X, Y, s, gen) == "completed"
-    assert torch.equal(p.B[:, 0, 1:], before) and not torch.equal(p.B[:, 0, 0], before[:, 0])
-
-
-@pytest.mark.parametrize("kw, groups, want", [
-    (dict(early_stopping=0.3), True, True),
-    (dict(early_stopping=0.3), False, False),  # no held-out groups to choose the facets
-    (dict(), True, False),  # groups unused (no early stopping)
-    (dict(early_stopping=0.3, max_facets=1), True, False),
-    (dict(early_stopping=0.3, n_restarts=1), True, False),
-    (dict(early_stopping=0.3, gate="reference"), True, False),
-])
-def test_a_one_facet_restart_only_where_held_out_groups_choose(monkeypatch, kw, groups, want):
-    """Restart 0 keeps one expert only with ``early_stopping`` and ``groups`` (and several restarts of
-    K > 1 experts under the paper's gate), so that the held-out groups choose the number of facets."""
-    seen = []
-    real = model.init_level
-    monkeypatch.setattr(model, "init_level", lambda *a, **k: seen.append(k["single_first"]) or real(*a, **k))
-    X, y, g = _linear_problem(300)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        quick(max_depth=1, refine=False, **{"n_restarts": 2, **kw}).fit(X, y, groups=g if groups else None)
-    assert seen == [want]
-
-
-def test_the_held_out_groups_can_keep_the_one_facet_restart(monkeypatch, tmp_path):
-    """Where the held-out groups prefer it, the trained one-facet stump is the node's split: one
-    expert, one facet, printed and saved as any other."""
-    import arboretum
-    from arboretum.polytope import estimator
-
-    monkeypatch.setattr(estimator._ConvexPolytopeTreeBase, "_held_out_cost",
-                        lambda self, committee, fit_rows, held_rows, t: float(committee["r"].size != 1))
-    X, y, groups = _linear_problem()
-    m = quick(max_depth=1, n_restarts=2, early_stopping=0.3, refine=False).fit(X, y, groups=groups)
-    root = m.tree_.polytopes[0]
-    assert root["r"].size == 1 and root["facet"].tolist() == [1.0] and m.n_facets_[0] == 1
-    assert m.score(X, y) > 0.85 and "facet" in m.export_text()
-    arboretum.save(m, tmp_path / "m.json")
-    np.testing.assert_array_equal(arboretum.load(tmp_path / "m.json").predict_proba(X), m.predict_proba(X))

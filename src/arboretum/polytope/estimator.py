@@ -583,8 +583,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         t0 = time.perf_counter()
         p = model.init_level(len(level), int(self.n_restarts), int(self.max_facets), self._E.shape[1], Xt,
                              torch.as_tensor(node_of, device=Xt.device), float(self.initial_steepness), self._gen,
-                             torch.float32, reference=self.gate == "reference", directions=self._directions,
-                             single_first=self._single_first())
+                             torch.float32, reference=self.gate == "reference", directions=self._directions)
         if self._clock_.deadline is not None:
             # Training stops early enough to leave the cut its time: CUT_PASSES times what the
             # initialisation took (one pass of the committees over the level's rows, for the medians).
@@ -603,8 +602,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             if p.steps == 0:
                 return [False] * len(level)
             restart = self._least_loss_restarts(p, idx, node_of, s)
-        B, rho, t, tau, masks = (a.detach().cpu().numpy().astype(np.float64)
-                                 for a in (p.B, p.rho, p.t, p.tau, p.mask))
+        B, rho, t, tau = (a.detach().cpu().numpy().astype(np.float64) for a in (p.B, p.rho, p.t, p.tau))
         slope = None if p.a is None else p.a.detach().cpu().numpy().astype(np.float64)
         K = rho.shape[-1]
         done = []
@@ -626,7 +624,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
                     t_u = math.nan  # no learned threshold: only the searched cut (threshold_mode="search")
                 elif slope is None:
                     B_u, tau_u = B[f, u], float(tau[f, u])
-                    rho_u, t_u, mask = rho[f, u], float(t[f, u]), search.prune_mask(rho[f, u], masks[f, u])
+                    rho_u, t_u, mask = rho[f, u], float(t[f, u]), search.prune_mask(rho[f, u], np.ones(K))
                 else:  # as the paper's gate with tied weights, the convex side left (spec R2)
                     B_u, tau_u = B[f, u], float(tau[f, u])
                     rho_u, t_u, _ = search.reference_as_paper(slope[f, u], t[f, u], K)
@@ -708,13 +706,6 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         ``range(n)`` and ``a`` itself serves (on 500,000 x 20 the copies cost 0.3 s, and up to seconds
         on freshly mapped memory)."""
         return a if idx.size == a.shape[0] else a[idx]
-
-    def _single_first(self) -> bool:
-        """Whether restart 0 of every stump keeps one expert (a one-facet stump beside the
-        committees): only where held-out groups choose among the restarts (``early_stopping`` with
-        ``groups``), so that the number of facets is chosen where new groups are judged."""
-        return (self._groups is not None and self.early_stopping is not None and int(self.max_facets) > 1
-                and int(self.n_restarts) > 1 and self.gate == "paper")
 
     def _hold_out(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``early_stopping``: ``(rows trained on, rows held out)`` of ``idx``, else ``(idx, [])``.
@@ -886,8 +877,7 @@ _DOC_PARAMS = """
         Epochs of refinement; "auto" gives about 800 steps (within [20, 150] epochs).
     n_restarts : int, default=3
         Stumps trained at once (in one batch) per node; the one with the best hard cut is kept (with
-        ``early_stopping`` and ``groups``: the best on the held-out groups, and the first of them
-        keeps a single expert, so that those groups also choose between one facet and many).
+        ``early_stopping`` and ``groups``: the best on the held-out groups).
         The stumps of all nodes of a level train together: an epoch of a level is one pass over the
         samples that reach it, so a deep tree costs about one epoch per level, not per node.
     threshold_mode : {"search", "half"}, default="search"
@@ -953,9 +943,9 @@ _DOC_PARAMS = """
         whose soft loss on the held-out rows is lowest, its initialisation included, and training
         stops after ``n_iter_no_change`` epochs without improvement.  The hard cuts are still searched
         on all of the node's rows.  With ``fit(..., groups=...)`` whole groups are held out, and they
-        also choose among a node's ``n_restarts`` stumps, the first of which keeps one expert (and,
-        with ``init="linear"``, the linear start): the one whose cut, searched on the rows trained
-        on, has the lowest impurity on the held-out groups
+        also choose among a node's ``n_restarts`` stumps (and, with ``init="linear"``, the linear
+        start): the one whose cut, searched on the rows trained on, has the lowest impurity on the
+        held-out groups
         (rows again where a node holds one group).  None: train every epoch on every row (the paper).
     n_iter_no_change : int, default=10
         Patience of ``early_stopping`` in epochs.

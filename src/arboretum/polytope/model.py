@@ -487,7 +487,7 @@ def _epochs(p: Params, Xt: torch.Tensor, target: torch.Tensor, s: Settings, gene
 
 def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, node_of: torch.Tensor, tau0: float,
                generator: torch.Generator, dtype: torch.dtype, reference: bool = False,
-               directions: torch.Tensor | None = None, single_first: bool = False) -> Params:
+               directions: torch.Tensor | None = None) -> Params:
     """Fresh stumps for the ``n_nodes`` frontier nodes of a level, ``n_restarts`` each (spec §3.0):
     beta ~ U(-1/sqrt(D), 1/sqrt(D)), rho ~ N(0, 0.1^2), t at the median of lambda over the node's
     samples (a balanced first split), tau = tau0.  ``reference``: the reference gate, its slope
@@ -496,10 +496,7 @@ def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, 
 
     ``directions`` (J, D+1), a linear model's coefficients (``init="linear"``): expert ``k`` of
     restart ``u`` starts at direction ``(u K + k) mod J`` plus a tenth of the random draw above, so
-    that a committee's experts differ slightly and its first cut lies along the linear model's score.
-
-    ``single_first``: restart 0 of every node keeps expert 0 alone (``mask``), a one-facet stump
-    trained beside the committees (its threshold the median of that expert's intensity)."""
+    that a committee's experts differ slightly and its first cut lies along the linear model's score."""
     bound = 1.0 / math.sqrt(max(D, 1))
     shape = (n_nodes, n_restarts, K)
     B = ((torch.rand(shape + (D + 1,), generator=generator, dtype=dtype) * 2 - 1) * bound).to(Xt.device)
@@ -508,8 +505,6 @@ def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, 
         B = directions.to(device=Xt.device, dtype=dtype)[pick][None] + 0.1 * B
     rho = (torch.randn(shape, generator=generator, dtype=dtype) * 0.1).to(Xt.device)
     mask = torch.ones_like(rho)
-    if single_first:  # restart 0 keeps one expert: a one-facet stump beside the committees
-        mask[:, 0, 1:] = 0.0
     t = torch.empty((n_nodes, n_restarts), dtype=dtype, device=Xt.device)
     a = (torch.rand((n_nodes, n_restarts), generator=generator, dtype=dtype) * 2 - 1).to(Xt.device) \
         if reference else None
@@ -517,7 +512,7 @@ def init_level(n_nodes: int, n_restarts: int, K: int, D: int, Xt: torch.Tensor, 
         for f in range(n_nodes):
             rows = Xt[node_of == f]
             if a is None:
-                t[f] = intensity(rows, B[f : f + 1], rho[f : f + 1], mask[f : f + 1])[:, 0].median(0).values
+                t[f] = intensity(rows, B[f : f + 1], rho[f : f + 1])[:, 0].median(0).values
             else:
                 lam_bar = intensity(rows, B[f : f + 1], torch.full_like(rho[f : f + 1], -math.log(K)))[:, 0]
                 t[f] = a[f] * lam_bar.median(0).values
