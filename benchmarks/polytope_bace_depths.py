@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     seen: dict = {}
 
     class Probe(ConvexPolytopeTreeClassifier):
-        def _select(self, nodes, E_val, y_val):
+        def _select(self, nodes, E_val, y_val, seed):
             reached = max(nd.depth for nd in nodes)
             trees = [E._truncate(nodes, d) for d in range(reached + 1)]
             seen["greedy"] = [(d, sum(nd.committee is None for nd in t), self._val_score(t, E_val, y_val),
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
                 refined = self._refine(E._truncate(nodes, d))
                 if refined is not None:
                     seen[d] = (self._val_score(refined, E_val, y_val), self._val_score(refined, Xte, yte))
-            return super()._select(nodes, E_val, y_val)
+            return super()._select(nodes, E_val, y_val, seed)
 
     t0 = time.process_time()
     m = Probe(random_state=args.seed, **SETTING).fit(Xtr, ytr, X_val=Xva, y_val=yva)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -214,7 +215,7 @@ class WithValidation:
     def fit(self, X, y):
         select = self.est._select
 
-        def scored_depths(nodes, E_val, y_val):  # every depth's greedy tree scored, for :func:`evaluate`
+        def scored_depths(nodes, E_val, y_val, seed):  # every depth's greedy tree scored, for :func:`evaluate`
             from arboretum.polytope.estimator import _truncate
 
             trees = [_truncate(nodes, d) for d in range(max(nd.depth for nd in nodes) + 1)]
@@ -224,7 +225,12 @@ class WithValidation:
             if self.test_rows is not None:  # scored only: nothing is chosen on them
                 X_test, y_test = self.test_rows
                 self.by_depth_["test"] = [score(t, np.asarray(X_test, np.float64), y_test) for t in trees]
-            return select(nodes, E_val, y_val)
+            nodes = select(nodes, E_val, y_val, seed)
+            scores = self.est.validation_scores_  # the refined tree's score and the bootstrap's share
+            self.by_depth_["refined"] = None if math.isnan(scores["refined"]) else scores["refined"]
+            share = scores["refined_share_better"]
+            self.by_depth_["refined_share_better"] = None if math.isnan(share) else share
+            return nodes
 
         self.est._select = scored_depths  # an instance attribute: the class's method is left alone
         try:

@@ -17,6 +17,7 @@ from sklearn.metrics import roc_auc_score
 import arboretum
 from arboretum import ConvexPolytopeTreeClassifier, ConvexPolytopeTreeRegressor, ModelFormatError, Tree
 from arboretum.polytope import search
+from arboretum.polytope.validation import REFINE_CONFIDENCE
 from arboretum.tree import POLYTOPE, TreeBuilder, polytope_facets, polytope_intensity
 
 torch = pytest.importorskip("torch")
@@ -476,7 +477,10 @@ def test_validation_selects_the_depth_and_the_refined_tree():
     assert scores["depth"] == list(range(len(scores["greedy"]))) and len(scores["greedy"]) >= 2
     assert clf.best_depth_ == int(np.argmax(scores["greedy"]))
     assert clf.tree_.max_depth <= clf.best_depth_
-    assert clf.refined_ == (scores["refined"] > scores["greedy"][clf.best_depth_])
+    # the refined tree is kept when it scores better in enough bootstrap replicates of the validation rows
+    better = scores["refined"] > scores["greedy"][clf.best_depth_]
+    assert np.isnan(scores["refined_share_better"]) == (not better)
+    assert clf.refined_ == (better and scores["refined_share_better"] >= REFINE_CONFIDENCE)
     # the training rows were the 70% not held out
     assert clf.tree_.counts[0].sum() == 350
     Xv, yv = ring(300, 2)
