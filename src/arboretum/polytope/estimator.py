@@ -427,9 +427,9 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         The depth and the refinement are chosen on the same rows, and the refinement (every committee
         trained again, together) can fit them by chance: on HIV by scaffold (131 validation actives)
         CPT's refined trees beat their greedy trees on validation in 4 of 15 seeds and lost 0.009-0.027
-        test AUC in each (two of them, +0.009 and +0.015 validation AUC, were better in 69% and 75% of
+        test AUC in each (two of them, +0.009 and +0.015 validation AUC, were better in 73% and 78% of
         the replicates), while CPT's refinements on Connect-4 (10,810 validation rows, +0.4 to +1.1
-        points of accuracy) were better in 97-100% (``benchmarks/results/polytope_refine_gate.md``)."""
+        points of accuracy) were better in 99-100% (``benchmarks/results/polytope_refine_gate.md``)."""
         if self.max_leaves is None:
             sizes = list(range(max(nd.depth for nd in nodes) + 1))
             trees = [_truncate(nodes, depth) for depth in sizes]
