@@ -499,6 +499,30 @@ def test_validation_selects_the_depth_and_the_refined_tree():
         quick().fit(X, y, X_val=Xv, y_val=yv + 5)
 
 
+def test_no_bootstrap_of_the_refinement_past_the_time_limit(monkeypatch):
+    """The refined tree's bootstrap is skipped once the limit has passed: the greedy tree is kept."""
+    from arboretum.polytope import validation
+    from arboretum.polytope.estimator import ConvexPolytopeTreeClassifier as Est
+
+    X, y = ring(500, 1)
+    refine = Est._refine
+
+    def refine_then_expire(self, nodes):
+        out = refine(self, nodes)
+        self._clock_.deadline = 0.0  # the limit passes as the refinement ends
+        return out
+
+    def no_bootstrap(*args, **kwargs):
+        raise AssertionError("bootstrap after the limit")
+
+    monkeypatch.setattr(Est, "_refine", refine_then_expire)
+    monkeypatch.setattr(validation, "share_better", no_bootstrap)
+    clf = quick(max_depth=2, epochs=20, validation_fraction=0.3, random_state=1).fit(X, y)
+    scores = clf.validation_scores_
+    assert scores["refined"] > scores["greedy"][clf.best_depth_]  # a refinement the bootstrap would judge
+    assert math.isnan(scores["refined_share_better"]) and not clf.refined_
+
+
 def test_global_scaling_splits_on_the_raw_columns():
     X, y = ring(400, 3)
     X = X * np.array([1.0, 50.0]) + np.array([0.0, 7.0])

@@ -446,7 +446,7 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             if refined is not None:
                 pred = self._val_predictions(refined, E_val)
                 refined_score = float(validation.scores(pred, y_val, self._task)[0])
-                if refined_score > greedy[best]:
+                if refined_score > greedy[best] and not self._clock_.expired():  # no bootstrap past the limit
                     share = validation.share_better(pred, preds[best], y_val, self._task, seed)
                     if share >= validation.REFINE_CONFIDENCE:
                         nodes, self.refined_ = refined, True
@@ -996,7 +996,8 @@ _DOC_ATTRS = """
         ``max_leaves``, at every number of leaves, ``"n_leaves"``) and of the refined one
         (``"refined"``, NaN when not refined), with the share of bootstrap replicates of the
         validation rows in which the refined tree scores better (``"refined_share_better"``, NaN
-        unless it scores better on the rows themselves).
+        unless it scores better on the rows themselves; NaN, and the greedy tree kept, when
+        ``time_limit`` had passed before the bootstrap).
     device_ : str
         Where it was trained.
     n_features_in_, feature_names_in_, binarizer_ (None), fit_time_, compile_time_, stop_reason_
