@@ -104,3 +104,31 @@ def test_selected_marks_rows_without_a_recorded_choice():
     df = pd.DataFrame([{"method": "CPT", "seed": 1, "selected_depth": 3.0, "refined": False},
                        {"method": "CPT", "seed": 0, "selected_depth": np.nan, "refined": np.nan}])
     assert polytope_real._selected(df, ("CPT",)) == "Selected (depth, refined) by seed: CPT: (?) (3,g)."
+
+
+def test_equal_depth_pairs_seeds_and_counts_wins_with_no_more_leaves(tmp_path):
+    """benchmarks/polytope_equal_depth.py: per depth, CPT's greedy tree against CPT(K=1)'s of the same
+    seed; a win counts only where CPT has no more leaves, and equal scores are counted apart."""
+    import polytope_equal_depth
+
+    def depths(test, leaves):
+        return {"leaves": leaves, "val": [0.5] * len(test), "test": test}
+
+    rows = [
+        _row("CPT x", 0, 0.8, 4, depths([0.5, 0.70, 0.80], [1, 2, 4])),
+        _row("CPT(K=1) x", 0, 0.7, 4, depths([0.5, 0.70, 0.75], [1, 2, 4])),
+        _row("CPT x", 1, 0.9, 4, depths([0.5, 0.60, 0.90], [1, 2, 4])),
+        _row("CPT(K=1) x", 1, 0.7, 3, depths([0.5, 0.65, 0.70], [1, 2, 3])),  # CPT higher, more leaves
+        _row("CPT x", 2, 0.9, 4, depths([0.5, 0.60, 0.90], [1, 2, 4])),  # no CPT(K=1) row: left out
+    ]
+    path = tmp_path / "r.csv"
+    pd.DataFrame([{**r, "dataset": "d"} for r in rows]).to_csv(path, index=False)
+    found = polytope_equal_depth.pairs(path, "CPT x")
+    assert [(d, s) for d, s, *_ in found] == [("d", 0), ("d", 1)]
+    lines = polytope_equal_depth.table(found)
+    cells = {int(r.split("|")[1]): [c.strip() for c in r.split("|")[2:-1]] for r in lines[2:]}
+    # depth 1: seed 0 ties, seed 1 loses; depth 2: both higher, only seed 0 with no more leaves
+    assert cells[1][4:7] == ["0/2", "0/2", "1/2"]
+    assert cells[2][4:7] == ["2/2", "1/2", "0/2"]
+    assert cells[2][0] == "0.8500" and cells[2][3] == "3.5"
+    assert cells[2][7].startswith("+0.1250")
