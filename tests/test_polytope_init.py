@@ -308,22 +308,6 @@ def test_the_linear_start_is_a_candidate_that_the_held_out_groups_can_keep(monke
     np.testing.assert_array_equal(arboretum.load(tmp_path / "m.json").predict_proba(X), m.predict_proba(X))
 
 
-def test_the_linear_start_is_a_candidate_at_the_root_only(monkeypatch):
-    """Below the root the trained stumps alone compete: the linear start is scored once, for the root,
-    however deep the tree grows."""
-    from arboretum.polytope import estimator
-
-    calls = []
-    real = estimator._ConvexPolytopeTreeBase._linear_candidates
-    monkeypatch.setattr(estimator._ConvexPolytopeTreeBase, "_linear_candidates",
-                        lambda self, K: calls.append(K) or real(self, K))
-    X, y, groups = _linear_problem()
-    y = ((X[:, 0] > 0) ^ (X[:, 1] > 0.5)).astype(int)  # needs splits below the root
-    m = quick(max_depth=3, n_restarts=2, init="linear", early_stopping=0.3, refine=False).fit(X, y, groups=groups)
-    assert m.tree_.max_depth >= 2  # nodes below the root were split
-    assert calls == [8]
-
-
 def test_the_linear_start_is_no_candidate_without_groups_or_linear_init(monkeypatch):
     """Without ``groups`` the trained stumps alone compete (on the training impurity), and with
     ``init="random"`` there is no linear start to score."""

@@ -622,10 +622,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
             parent_J = parent / nd.idx.size if self._task == "classification" else parent
             fit_rows, held_rows = parts[f]
             # With groups, early stopping's held-out groups also pick the restart (see _held_out_cost),
-            # and with init="linear" the linear start itself is one more candidate at the root
-            # (_linear_candidates).
-            offered = nd.depth == 0 and held_rows.size and self._groups is not None
-            starts = self._linear_candidates(K) if offered else []
+            # and with init="linear" the linear start itself is one more candidate (_linear_candidates).
+            starts = self._linear_candidates(K) if held_rows.size and self._groups is not None else []
             on_held = self._groups is not None and held_rows.size > 0 and B.shape[1] + len(starts) > 1
             best = None
             for u in range(B.shape[1] + len(starts)):
@@ -660,20 +658,14 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
 
     def _linear_candidates(self, K: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, float]]:
         """``init="linear"`` with ``groups`` and ``early_stopping``: the untrained linear start as
-        candidate stumps beside the root's trained restarts, one per direction of the linear model, each
+        candidate stumps beside a node's trained restarts, one per direction of the linear model, each
         as ``(B, rho, mask, tau)`` of K experts of which only the first (the direction itself) is
         kept.  Its cut is the threshold search's on the linear score, so the held-out groups choose
-        between that cut and the trained ones: on HIV's root the trained committees can fit a few
-        training scaffolds and cut a tiny group off, while the cut along the linear score carries over
-        to new scaffolds (``benchmarks/results/polytope_hiv_depths.md``).  Only with
-        ``threshold_mode="search"`` (the linear start has no learned threshold) and the paper's gate.
-
-        Only at the root, where the linear model was fitted on exactly the node's rows.  Offered at
-        every node, it was chosen at the root for K experts and for one alike, and below it replaced the
-        trained splits of one expert more than the committees, so that CPT(K=1) tied CPT on the
-        scaffold splits; at the root only, CPT's greedy trees beat CPT(K=1)'s at depth 3 in 5 of 5
-        seeds on HIV (+0.029) and on Bace (+0.048), at about the same level (HIV 0.736, Bace 0.837;
-        ``benchmarks/results/polytope_equal_depth.md``)."""
+        between that cut and the trained ones: on HIV's large node of inactive molecules the trained
+        committees can fit a few training scaffolds and cut a tiny group off, while the cut along the
+        linear score carries over to new scaffolds (``benchmarks/results/polytope_hiv_depths.md``).
+        Only with ``threshold_mode="search"`` (the linear start has no learned threshold) and the
+        paper's gate."""
         if self._directions is None or self.threshold_mode != "search" or self.gate != "paper":
             return []
         W = self._directions.cpu().numpy().astype(np.float64)
@@ -950,8 +942,8 @@ _DOC_PARAMS = """
         the entropy objective alone picks directions that do not generalise; pair it with
         ``early_stopping`` so that training moves away from the linear start only while held-out
         rows agree; with ``groups`` too, the untrained linear start (one expert along the linear
-        score, cut by the threshold search) is one more candidate beside the root's trained restarts,
-        kept where its cut does best on the held-out groups.  (The linear model is fit before any group
+        score, cut by the threshold search) is one more candidate beside the trained restarts, kept
+        where its cut does best on the held-out groups.  (The linear model is fit before any group
         is held out, so it has seen the held-out groups' labels: the choice leans towards it.  Fit
         without them, the choice lost 0.03-0.06 test AUC on Bace by scaffold:
         ``benchmarks/results/polytope_bace_honest_linear.md``.)  The
