@@ -132,3 +132,31 @@ def test_equal_depth_pairs_seeds_and_counts_wins_with_no_more_leaves(tmp_path):
     assert cells[2][4:7] == ["2/2", "1/2", "0/2"]
     assert cells[2][0] == "0.8500" and cells[2][3] == "3.5"
     assert cells[2][7].startswith("+0.1250")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_delong_matches_brute_force_placements(seed):
+    """benchmarks/polytope_ablation_power.py: DeLong's AUCs are scikit-learn's (ties count half), and its
+    standard errors are those of the placement values computed pair by pair."""
+    from sklearn.metrics import roc_auc_score
+
+    from polytope_ablation_power import delong
+
+    rng = np.random.RandomState(seed)
+    y = (rng.rand(60) < 0.4).astype(int)
+    a = np.round(y + rng.randn(60), 1)  # rounded: tied scores
+    b = np.round(y + 2 * rng.randn(60), 1)
+    auc_a, auc_b, se_a, se_b, se_d = delong(a, b, y)
+    assert auc_a == pytest.approx(roc_auc_score(y, a)) and auc_b == pytest.approx(roc_auc_score(y, b))
+
+    def placements(s):
+        psi = (s[y == 1][:, None] > s[y == 0][None, :]) + 0.5 * (s[y == 1][:, None] == s[y == 0][None, :])
+        return psi.mean(1), psi.mean(0)
+
+    (a10, a01), (b10, b01) = placements(a), placements(b)
+    m, n = a10.size, a01.size
+    d10, d01 = a10 - b10, a01 - b01
+    assert se_a == pytest.approx(np.sqrt(a10.var(ddof=1) / m + a01.var(ddof=1) / n))
+    assert se_b == pytest.approx(np.sqrt(b10.var(ddof=1) / m + b01.var(ddof=1) / n))
+    assert se_d == pytest.approx(np.sqrt(d10.var(ddof=1) / m + d01.var(ddof=1) / n))
+    assert delong(a, a, y)[4] == pytest.approx(0.0, abs=1e-12)  # a model against itself: no difference
