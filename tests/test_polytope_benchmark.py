@@ -160,3 +160,19 @@ def test_delong_matches_brute_force_placements(seed):
     assert se_b == pytest.approx(np.sqrt(b10.var(ddof=1) / m + b01.var(ddof=1) / n))
     assert se_d == pytest.approx(np.sqrt(d10.var(ddof=1) / m + d01.var(ddof=1) / n))
     assert delong(a, a, y)[4] == pytest.approx(0.0, abs=1e-12)  # a model against itself: no difference
+
+
+def test_delong_mean_difference_is_one_seeds_for_one_seed_and_averages_placements():
+    """The seeds' mean difference and its test-row error: for one seed DeLong's paired values; for two
+    copies of the same pair the same (the test rows' error does not shrink by repeating a model)."""
+    from polytope_ablation_power import delong, delong_mean_difference
+
+    rng = np.random.RandomState(7)
+    y = (rng.rand(80) < 0.3).astype(int)
+    a, b, c = (y + s * rng.randn(80) for s in (1.0, 1.5, 1.2))
+    auc_a, auc_b, _, _, se_d = delong(a, b, y)
+    assert delong_mean_difference([(a, b)], y) == pytest.approx((auc_a - auc_b, se_d))
+    assert delong_mean_difference([(a, b), (a, b)], y) == pytest.approx((auc_a - auc_b, se_d))
+    mean, se = delong_mean_difference([(a, b), (c, b)], y)
+    assert mean == pytest.approx(0.5 * (auc_a - auc_b) + 0.5 * (delong(c, b, y)[0] - auc_b))
+    assert 0 < se
