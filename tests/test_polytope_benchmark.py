@@ -176,3 +176,96 @@ def test_delong_mean_difference_is_one_seeds_for_one_seed_and_averages_placement
     mean, se = delong_mean_difference([(a, b), (c, b)], y)
     assert mean == pytest.approx(0.5 * (auc_a - auc_b) + 0.5 * (delong(c, b, y)[0] - auc_b))
     assert 0 < se
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_scaffold_folds_keep_scaffolds_whole_and_balance_the_rows(seed):
+    """benchmarks/polytope_scaffold_cv.py: every scaffold lies in one fold, every fold is used, and the folds'
+    sizes differ by at most the largest scaffold; a seed gives the same folds again, another seed others."""
+    from polytope_scaffold_cv import scaffold_folds
+
+    rng = np.random.RandomState(seed)
+    groups = rng.choice(rng.randint(0, 10**6, 80), size=600, p=np.r_[[0.2], np.full(79, 0.8 / 79)])
+    fold = scaffold_folds(groups, 5, seed)
+    assert set(fold) == set(range(5))
+    assert all(len(set(fold[groups == g])) == 1 for g in np.unique(groups))
+    sizes = np.bincount(fold, minlength=5)
+    assert sizes.max() - sizes.min() <= np.bincount(np.unique(groups, return_inverse=True)[1]).max()
+    assert np.array_equal(fold, scaffold_folds(groups, 5, seed))
+    assert not np.array_equal(fold, scaffold_folds(groups, 5, seed + 10))
+
+
+def test_validation_rows_are_the_smallest_scaffolds_as_deepchem_splits():
+    """The training folds split as MoleculeNet's training rows: the largest scaffolds train (up to 8/9 of the
+    rows), the scaffolds that no longer fit validate, whole."""
+    from polytope_scaffold_cv import validation_rows
+
+    groups = np.repeat([7, 3, 9, 1, 4, 5], [40, 30, 10, 5, 3, 2])  # 90 rows; 80 fit into 8/9
+    valid = validation_rows(groups)
+    assert sorted(set(groups[valid])) == [1, 4, 5] and sorted(set(groups[~valid])) == [3, 7, 9]
+    assert valid.sum() == 10 and set(groups[valid]).isdisjoint(groups[~valid])
+
+
+def test_scaffold_cv_no_more_leaves_and_summary():
+    """CPT at no more leaves is its best validation tree within CPT(K=1)'s leaves; the summary averages the
+    folds and gives the folds' mean difference a test-molecule error of sqrt(sum se^2) / 5."""
+    from polytope_scaffold_cv import merge, no_more_leaves, summary
+
+    d = {"leaves": [1, 2, 4, 8], "val": [0.5, 0.7, 0.7, 0.9], "test": [0.5, 0.6, 0.8, 0.85]}
+    assert no_more_leaves(0.85, 8, d, 8) == (0.85, 8)
+    assert no_more_leaves(0.85, 8, d, 5) == (0.6, 2)  # depths 1 and 2 tie on validation: the shallower
+    rows = [{"dataset": "bace", "repeat": 0, "fold": f, "cpt_auc": 0.8 + 0.01 * f, "k1_auc": 0.8,
+             "cpt_leaves": 8, "k1_leaves": 8, "difference": 0.01 * f, "se_difference": 0.01,
+             "cpt_auc_no_more_leaves": 0.8 + 0.01 * f, "cpt_leaves_no_more_leaves": 8} for f in range(5)]
+    df = merge(rows, Path("/nonexistent/polytope_scaffold_cv.csv"))
+    lines = summary(df)
+    cells = [c.strip() for c in lines[2].split("|")[1:-1]]
+    assert cells[:5] == ["bace", "0", "5", "0.8200 (8.0)", "0.8000 (8.0)"]
+    assert cells[5] == f"+0.0200 ± {np.sqrt(5 * 0.01 ** 2) / 5:.4f}" and cells[6] == "4/5" and cells[8] == "4/5"
+    assert cells[9:] == ["0.8000 (8.0)", "4/5"]
+    assert summary(df[df.fold < 4]) == ["No repeat has all its 5 folds yet."]  # an unfinished repeat is left out
+    # the other direction, from CPT(K=1)'s recorded trees: in fold 0 it has 16 leaves against CPT's 8
+    df.loc[0, ["k1_leaves", "k1_auc"]] = 16, 0.83
+    df["k1_by_depth"] = [json.dumps({"leaves": [1, 2, 4, 8, 16], "val": [0.5, 0.6, 0.7, 0.65, 0.8],
+                                     "test": [0.5, 0.6, 0.78, 0.79, 0.83]})] + [np.nan] * 4
+    cells = [c.strip() for c in summary(df)[2].split("|")[1:-1]]
+    assert cells[9] == f"{(0.78 + 0.8 * 4) / 5:.4f} ({(4 + 8 * 4) / 5:.1f})" and cells[10] == "5/5"
+
+
+def test_scaffold_cv_merge_replaces_the_folds_that_ran(tmp_path):
+    from polytope_scaffold_cv import merge
+
+    path = tmp_path / "cv.csv"
+    pd.DataFrame([{"dataset": "hiv", "repeat": 0, "fold": f, "cpt_auc": 0.7} for f in range(3)]).to_csv(path, index=False)
+    df = merge([{"dataset": "hiv", "repeat": 0, "fold": 1, "cpt_auc": 0.9},
+                {"dataset": "bace", "repeat": 0, "fold": 1, "cpt_auc": 0.8}], path)
+    assert len(df) == 4 and df.set_index(["dataset", "fold"]).cpt_auc.to_dict() == {
+        ("bace", 1): 0.8, ("hiv", 0): 0.7, ("hiv", 1): 0.9, ("hiv", 2): 0.7}
+
+
+def test_repeats_mean_difference_is_delong_per_fold_for_one_repeat_and_does_not_shrink_by_repeating():
+    """The error over repeats: for one repeat sqrt(sum of the folds' DeLong variances) / folds; a repeat
+    run twice (the same molecules, the same scores) leaves it unchanged; another repeat whose scores
+    disagree with the first's lowers it."""
+    from polytope_ablation_power import delong
+    from polytope_scaffold_cv import repeats_mean_difference, scaffold_folds
+
+    rng = np.random.RandomState(3)
+    n = 400
+    y = (rng.rand(n) < 0.3).astype(int)
+    groups = rng.randint(0, 150, n)
+
+    def repeat(r, noise):
+        fold = scaffold_folds(groups, 5, r)
+        a, b = y + noise * rng.randn(n), y + 1.5 * rng.randn(n)
+        return [(r, np.flatnonzero(fold == f), a[fold == f], b[fold == f]) for f in range(5)]
+
+    one = repeat(0, 1.0)
+    per_fold = [delong(a, b, y[t]) for _, t, a, b in one]
+    mean, se = repeats_mean_difference(one, y)
+    assert mean == pytest.approx(np.mean([p[0] - p[1] for p in per_fold]))
+    assert se == pytest.approx(np.sqrt(sum(p[4] ** 2 for p in per_fold)) / 5)
+    twice = one + [(1, t, a, b) for _, t, a, b in one]
+    assert repeats_mean_difference(twice, y) == pytest.approx((mean, se))
+    second = repeat(1, 1.0)
+    assert repeats_mean_difference(one + second, y)[1] < max(se, repeats_mean_difference(second, y)[1])
