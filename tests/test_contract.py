@@ -319,8 +319,10 @@ def hard_data(case: Case):
 def test_limit_stops_cleanly_with_the_warning(case):
     X, y = case.hard() if case.hard is not None else hard_data(case)
     est = case.make(**case.limit)
-    with pytest.warns(LimitWarning, match=f"stopped by {case.stop_reason}"):
+    with pytest.warns(LimitWarning, match=f"stopped by {case.stop_reason}") as record:
         est.fit(X, y)
+    # the warning points at the caller's line, not into the library
+    assert {w.filename for w in record if w.category is LimitWarning} == {__file__}
     assert est.stop_reason_ == case.stop_reason
     if hasattr(est, "optimal_"):
         assert est.optimal_ is False
@@ -437,5 +439,6 @@ def test_deprecated_names_warn():
     with pytest.warns(FutureWarning, match=r"max_values=\.\.\.\) is deprecated"):
         old = PCFGTreeClassifier(max_values=5).fit(df[["age", "visits"]], y_class)
     assert old.binarizer_.n_thresholds == 4
-    with pytest.warns(FutureWarning, match="now rho"):
+    with pytest.warns(FutureWarning, match="now rho") as record:
         PCFGTreeClassifier(alpha=0.5).fit(df[["age", "visits"]], y_class)
+    assert [w.filename for w in record] == [__file__]

@@ -94,6 +94,7 @@ def _stopped_fit(make, codes: np.ndarray, limit: float):
     assert wall <= limit * 1.1 + 1.5, f"{type(est).__name__} took {wall:.2f} s with time_limit={limit}"
     if est.stop_reason_ == "time_limit":
         assert any(issubclass(w.category, LimitWarning) for w in caught)
+        assert {w.filename for w in caught if issubclass(w.category, LimitWarning)} == {__file__}
     scores = est.score_samples(codes[:50])
     assert scores.shape == (50,) and np.all(np.isfinite(scores) | (scores == -np.inf))
     assert est.leaf_probabilities_.sum() == pytest.approx(1.0)

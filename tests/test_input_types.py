@@ -419,10 +419,11 @@ def test_many_labels_warn_naming_the_column():
     with pytest.warns(InputWarning, match="column 'id' of X has 100 distinct labels in 100 rows and is one-hot encoded"):
         Binarizer().fit(df)
     y = np.arange(n) % 2
-    with pytest.warns(InputWarning, match="column 'id'"):
+    with pytest.warns(InputWarning, match="column 'id'") as record:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LimitWarning)
             MAPTreeClassifier(max_expansions=50).fit(df, y)
+    assert [w.filename for w in record if w.category is InputWarning] == [__file__]  # the caller's line
     # a few labels, or many labels each with enough rows, do not warn
     with warnings.catch_warnings():
         warnings.simplefilter("error", InputWarning)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import numbers
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,7 @@ from . import data as _data
 from ._compile import warm_up
 from .binarizer import Binarizer
 from .data import Check, InstanceOf, Interval, Options
-from .exceptions import LimitWarning
+from .exceptions import LimitWarning, warn_user
 from .tree import Tree
 
 __all__ = [
@@ -152,11 +151,10 @@ class deprecated_attribute:  # noqa: N801 - used like a property
         if obj is None:
             return self
         value = getattr(obj, self.new)  # AttributeError when not fitted, as for any fitted attribute
-        warnings.warn(
+        warn_user(
             f"{type(obj).__name__}.{self.name} was renamed {self.new} in arboretum {self.since}; "
             f"the old name will be removed in the next release",
             FutureWarning,
-            stacklevel=2,
         )
         return value
 
@@ -180,11 +178,10 @@ class TreeEstimator(BaseEstimator):
         _data.validate_params(self)
         for name, advice in self._deprecated_params.items():
             if getattr(self, name, "deprecated") != "deprecated":
-                warnings.warn(
+                warn_user(
                     f"{type(self).__name__}({name}=...) is deprecated since arboretum 0.2 and will be "
                     f"removed in the next release; {advice}",
                     FutureWarning,
-                    stacklevel=3,
                 )
 
     def _default_binarizer(self) -> Binarizer:
@@ -301,10 +298,9 @@ class TreeEstimator(BaseEstimator):
         if reason != "completed":
             value = getattr(self, reason, None)
             setting = f"{reason}={value!r}" if value is not None else reason
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__} was stopped by {setting}{': ' + detail if detail else ''}",
                 LimitWarning,
-                stacklevel=3,
             )
 
     @staticmethod
@@ -423,11 +419,10 @@ class TreeEstimator(BaseEstimator):
             method = getattr(self, "predict_method", allowed[0])
         if isinstance(method, str) and method in _METHOD_ALIASES and _METHOD_ALIASES[method] in allowed:
             new = _METHOD_ALIASES[method]
-            warnings.warn(
+            warn_user(
                 f"method={method!r} was renamed method={new!r} in arboretum 0.2; the old name will be "
                 f"removed in the next release",
                 FutureWarning,
-                stacklevel=3,
             )
             method = new
         _data.check_param(method, "method", [Options(allowed)])

@@ -1116,12 +1116,12 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
-    import warnings
 
-    warnings.warn(
+    from .exceptions import warn_user
+
+    warn_user(
         f"arboretum.bayes.{name} moved to {module}.{name}; importing it from arboretum.bayes "
         "will stop working in the next release",
         FutureWarning,
-        stacklevel=2,
     )
     return getattr(importlib.import_module(module), name)

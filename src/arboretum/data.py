@@ -869,11 +869,9 @@ def warn_many_labels(n_labels: int, n_samples: int, j: int, names: Sequence[str]
     """
     if n_labels <= MANY_LABELS or n_labels * ROWS_PER_LABEL <= n_samples:
         return
-    import warnings
+    from .exceptions import InputWarning, warn_user
 
-    from .exceptions import InputWarning
-
-    warnings.warn(
+    warn_user(
         f"{_where(j, names)} has {n_labels} distinct labels in {n_samples} rows and is one-hot encoded "
         f"into {n_labels} questions (one per label), which slows the search and rarely generalises. "
         f"Convert numbers written in a form that does not read as a number ('5,1', '12 kg') to "
@@ -881,7 +879,6 @@ def warn_many_labels(n_labels: int, n_samples: int, j: int, names: Sequence[str]
         f"pandas Categorical (thresholds over the order). Silence this with "
         f"warnings.filterwarnings('ignore', category=arboretum.InputWarning).",
         InputWarning,
-        stacklevel=3,
     )
 
 

@@ -22,9 +22,29 @@ class whatever the model:
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["InputWarning", "InvalidParameterError", "LimitWarning", "ModelFormatError"]
+__all__ = ["InputWarning", "InvalidParameterError", "LimitWarning", "ModelFormatError", "warn_user"]
+
+#: The package's directory: frames of files under it are arboretum's own.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn(message, category)`` attributed to the first frame outside arboretum.
+
+    A fixed ``stacklevel`` points into the library whenever the warning is raised a call deeper
+    than its author assumed (a helper of ``fit``); the first caller outside the package is the
+    line the user wrote (or scikit-learn's, under ``GridSearchCV``), wherever the warning starts.
+    """
+    frame, level = sys._getframe(0), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class InvalidParameterError(ValueError, TypeError):

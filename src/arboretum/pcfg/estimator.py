@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numbers
 import sys
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +15,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from .._compile import LEAN, exercise_predictions, register, tiny_problem
 from ..base import DEFAULT_TIME_LIMIT, TreeEstimator, constraints, deprecated_attribute
 from ..bayes import ChipmanPrior, log_dirichlet_multinomial, validate_rho
+from ..exceptions import warn_user
 from ..binarizer import Binarizer
 from ..data import (
     Check,
@@ -307,11 +307,10 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
 
     def _prior_object(self) -> PhiPrior | ChipmanPrior:
         if isinstance(self.prior, ChipmanPrior):
-            warnings.warn(
+            warn_user(
                 "PCFGTreeClassifier(prior=ChipmanPrior(a, b)) is deprecated since arboretum 0.2; use "
                 "prior='chipman', alpha=a, beta=b",
                 FutureWarning,
-                stacklevel=3,
             )
             return self.prior
         if self.prior == "chipman":
@@ -322,12 +321,11 @@ class PCFGTreeClassifier(ClassifierMixin, TreeEstimator):
         """``rho`` per class; under the phi prior a non-default ``alpha`` is the deprecated name of rho."""
         if self.prior == "phi" and self.alpha != _DEFAULT_ALPHA:
             if np.ndim(self.rho) == 0 and float(self.rho) == 1.0:
-                warnings.warn(
+                warn_user(
                     "PCFGTreeClassifier's alpha is the Chipman split probability since arboretum 0.2, which "
                     "prior='phi' does not use; the Dirichlet leaf concentration, which alpha was before, is "
                     f"now rho: alpha={self.alpha!r} is used as rho for this release",
                     FutureWarning,
-                    stacklevel=3,
                 )
                 return validate_rho(self.alpha, n_classes)
         return validate_rho(self.rho, n_classes)

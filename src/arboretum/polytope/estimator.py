@@ -15,7 +15,6 @@ import numbers
 import os
 import sys
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ from .. import data as _data
 from .._compile import register
 from ..base import DEFAULT_TIME_LIMIT, FitClock, TreeEstimator, constraints
 from ..data import Interval, Options, check_classification_targets_encoded, check_regression_targets
+from ..exceptions import warn_user
 from ..tree import BLOCK_ROWS, POLYTOPE, Tree, TreeBuilder, polytope_intensity
 from . import search, validation
 from ._torch import flush_denormals, import_torch, resolve_device
@@ -366,8 +366,8 @@ class _ConvexPolytopeTreeBase(TreeEstimator):
         if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
             raise ValueError("groups holds NaN or infinite labels")
         if self.early_stopping is None and (self.validation_fraction is None or given_val):
-            warnings.warn("groups is used only by early_stopping and validation_fraction (which X_val replaces): "
-                          "it has no effect here", UserWarning, stacklevel=3)
+            warn_user("groups is used only by early_stopping and validation_fraction (which X_val replaces): "
+                      "it has no effect here", UserWarning)
         return groups
 
     def _val_pair(self, X_val: Any, y_val: Any, classes: np.ndarray | None) -> tuple | None:
