@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from arboretum.exceptions import ModelFormatError
-from arboretum.tree import BINARY, CATEGORY, HYPERPLANE, LEAF, THRESHOLD, Tree, TreeBuilder
+from arboretum.tree import BINARY, CATEGORY, HYPERPLANE, LEAF, POLYTOPE, QUADRATIC, THRESHOLD, Tree, TreeBuilder
 
 ALL_KINDS = (BINARY, THRESHOLD, CATEGORY, HYPERPLANE)
 
@@ -455,6 +455,35 @@ def test_export_text_every_split_kind():
     text = stump(HYPERPLANE, coef=[0.5, 0.0, -1.2]).export_text()
     assert "|--- 0.5*age - 1.2*colour <= 2\n" in text
     assert "|--- 0.5*age - 1.2*colour >  2\n" in text
+
+
+def test_export_text_gives_the_codes_of_categories_in_oblique_splits():
+    """A hyperplane, quadratic or polytope weighs a category by its code: a closing line says which
+    label each code is, for the categorical features those splits use, and only then."""
+
+    def tree(kind, *args, **kw):
+        b = TreeBuilder(3, classes=[0, 1], feature_names=["age", "city", "plan"],
+                        feature_categories=[None, ["Lima", "Oslo", "Pune"], [f"p{k}" for k in range(14)]])
+        ids = [b.add_node([4, 1], [0.8, 0.2], d) for d in (0, 1, 1)]
+        b.set_split(ids[0], kind, *args, ids[1], ids[2], **kw)
+        return b.build()
+
+    text = tree(HYPERPLANE, None, 2.0, coef=[0.5, -1.0, 0.0]).export_text()
+    assert text.splitlines()[0] == "|--- 0.5*age - 1*city <= 2"
+    assert text.endswith("\n(category codes in the oblique splits: city: Lima=0, Oslo=1, Pune=2)\n")
+    text = tree(HYPERPLANE, None, 2.0, coef=[0.5, 0.0, 1.0]).export_text()  # plan: 14 labels
+    assert text.endswith("plan: p0=0, p1=1, p2=2, p3=3, p4=4, p5=5, p6=6, p7=7, p8=8, p9=9, p10=10, p11=11, "
+                         "... (14 labels in feature_categories[2]))\n")
+    assert "codes" not in tree(HYPERPLANE, None, 2.0, coef=[0.5, 0.0, 0.0]).export_text()  # age only
+    text = tree(CATEGORY, 1, None, categories=[0]).export_text()  # labels printed already
+    assert "city == Lima" in text and "codes" not in text
+    quadratic = np.zeros(3 + 6)
+    quadratic[[0, 3 + 5]] = 1.0  # age + plan^2
+    assert tree(QUADRATIC, None, 2.0, coef=quadratic).export_text().endswith("(14 labels in feature_categories[2]))\n")
+    poly = {"r": [1.0, 0.5], "bias": [0.0, 1.0], "coefs": [[2.0, 0.0, 0.0], [0.0, -4.0, 0.0]]}
+    assert tree(POLYTOPE, None, 1.0, polytope=poly).export_text().endswith("city: Lima=0, Oslo=1, Pune=2)\n")
+    with_codes = tree(HYPERPLANE, None, 2.0, coef=[0.5, -1.0, 0.0])
+    assert "codes" not in with_codes.export_text(condition=lambda i: ("yes", "no"))
 
 
 def test_export_text_options_and_names():

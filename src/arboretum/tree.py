@@ -1139,7 +1139,40 @@ class Tree:
             stack.append(indent + right_text.replace("\n", more))
             stack.append((int(self.children_left[i]), d + 1))
             stack.append(indent + left_text.replace("\n", more))
-        return "\n".join(lines) + "\n"
+        legend = self._code_legend(names) if condition is None else ""
+        return "\n".join(lines) + "\n" + legend
+
+    #: At most this many labels of one column are listed in :meth:`_code_legend`.
+    _LEGEND_LABELS = 12
+
+    def _code_legend(self, names: list[str]) -> str:
+        """A closing line giving the codes of the categorical features that an oblique split
+        (``HYPERPLANE``, ``QUADRATIC``, ``POLYTOPE``) uses as numbers, or ``""``.
+
+        Such splits weigh a category by its code (the index of its label in
+        ``feature_categories``), which the inequalities alone do not show:
+        ``"(category codes in the oblique splits: city: Lima=0, Oslo=1, Pune=2)"``.
+        """
+        if self.feature_categories is None:
+            return ""
+        used: set[int] = set()
+        for i, c in self.coefs.items():
+            if self.split_kind[i] == QUADRATIC:
+                used.update(j for m, v in zip(quadratic_terms(self.n_features), c) if v != 0 for j in m)
+            else:
+                used.update(np.flatnonzero(c).tolist())
+        for p in self.polytopes.values():
+            used.update(np.flatnonzero(np.any(p["coefs"][p["facet"] == 1] != 0, axis=0)).tolist())
+        parts = []
+        for j in sorted(used):
+            labels = self.feature_categories[j]
+            if labels is None:
+                continue
+            shown = [f"{_format_label(v)}={k}" for k, v in enumerate(labels[: self._LEGEND_LABELS])]
+            if len(labels) > self._LEGEND_LABELS:
+                shown.append(f"... ({len(labels)} labels in feature_categories[{j}])")
+            parts.append(f"{names[j]}: " + ", ".join(shown))
+        return f"(category codes in the oblique splits: {'; '.join(parts)})\n" if parts else ""
 
     def to_dot(self, feature_names: Sequence[str] | None = None, decimals: int = 3) -> str:
         """Return Graphviz DOT source drawing the tree (render it with ``dot -Tpng``).
