@@ -249,6 +249,16 @@ class WithValidation:
         return self.est.apply(X)
 
 
+def no_more_leaves(auc: float, leaves: int, by_depth: dict | None, budget: int) -> tuple[float, int]:
+    """A method's test score and leaves at no more than ``budget`` leaves: its own tree where it fits, otherwise
+    its greedy tree of the best validation score among those that fit (the shallowest of ties)."""
+    if leaves <= budget:
+        return auc, leaves
+    fits = [i for i, n in enumerate(by_depth["leaves"]) if n <= budget]
+    best = max(fits, key=lambda i: (by_depth["val"][i], -i))
+    return by_depth["test"][best], by_depth["leaves"][best]
+
+
 def protocol_cpt(depth: int, seed: int, X_val=None, y_val=None, select: float | None = None,
                  groups: np.ndarray | None = None, **kw: Any):
     """CPT under a data set's protocol: chosen on given validation rows (:class:`WithValidation`, which

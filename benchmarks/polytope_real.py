@@ -115,16 +115,11 @@ def _no_more_leaves(df, metric: str) -> list[str]:
             continue
         ours, leaves, theirs, their_leaves = [], [], [], []
         for s in seeds:
-            budget = int(b.at[s, "leaves"])
-            if a.at[s, "leaves"] <= budget:
-                ours.append(float(a.at[s, metric]))
-                leaves.append(int(a.at[s, "leaves"]))
-            else:
-                d = json.loads(a.at[s, "by_depth"])
-                fits = [i for i, n in enumerate(d["leaves"]) if n <= budget]
-                best = max(fits, key=lambda i: (d["val"][i], -i))  # the shallowest of ties
-                ours.append(d["test"][best])
-                leaves.append(d["leaves"][best])
+            budget, by_depth = int(b.at[s, "leaves"]), a.at[s, "by_depth"]
+            score, n = C.no_more_leaves(float(a.at[s, metric]), int(a.at[s, "leaves"]),
+                                        json.loads(by_depth) if isinstance(by_depth, str) else None, budget)
+            ours.append(score)
+            leaves.append(n)
             theirs.append(float(b.at[s, metric]))
             their_leaves.append(budget)
         se = lambda v: np.std(v, ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")  # noqa: E731

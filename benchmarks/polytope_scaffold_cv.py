@@ -12,7 +12,7 @@ scaffolds of each node's rows), with the repeat as the seed.
 
 Per fold: each method's test AUC and leaves, the paired difference with DeLong's standard error over the
 fold's molecules, and CPT against CPT(K=1) at no more leaves (CPT's greedy tree chosen on the validation
-rows among those with at most CPT(K=1)'s leaves, as ``polytope_real._no_more_leaves``; test rows choose
+rows among those with at most CPT(K=1)'s leaves, as ``polytope_common.no_more_leaves``; test rows choose
 nothing), and the other way round (CPT(K=1)'s tree with at most CPT's leaves, chosen alike).  Per repeat, the folds' mean difference has a test-molecule standard error of
 sqrt(sum of the folds' squared errors) / 5, since the folds' molecules are disjoint.
 
@@ -44,6 +44,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import polytope_common as C  # noqa: E402
+from polytope_common import no_more_leaves  # noqa: E402
 from polytope_ablation_power import delong  # noqa: E402
 from polytope_real import CONFIGS, LINEAR_ES  # noqa: E402
 
@@ -81,16 +82,6 @@ def validation_rows(groups: np.ndarray, share: float = 1 / 9) -> np.ndarray:
         else:
             valid[s] = True
     return valid
-
-
-def no_more_leaves(auc: float, leaves: int, by_depth: dict | None, budget: int) -> tuple[float, int]:
-    """A method's test AUC and leaves at no more than ``budget`` leaves: its own tree where it fits, otherwise
-    its greedy tree of the best validation score among those that fit (the shallowest of ties)."""
-    if leaves <= budget:
-        return auc, leaves
-    fits = [i for i, n in enumerate(by_depth["leaves"]) if n <= budget]
-    best = max(fits, key=lambda i: (by_depth["val"][i], -i))
-    return by_depth["test"][best], by_depth["leaves"][best]
 
 
 def run(name: str, repeat: int, folds: list[int]) -> list[dict]:
