@@ -484,6 +484,9 @@ def test_export_text_gives_the_codes_of_categories_in_oblique_splits():
     assert tree(POLYTOPE, None, 1.0, polytope=poly).export_text().endswith("city: Lima=0, Oslo=1, Pune=2)\n")
     with_codes = tree(HYPERPLANE, None, 2.0, coef=[0.5, -1.0, 0.0])
     assert "codes" not in with_codes.export_text(condition=lambda i: ("yes", "no"))
+    assert 'label="category codes in the oblique splits: city: Lima=0, Oslo=1, Pune=2"; labelloc="b";' \
+        in with_codes.to_dot()
+    assert "codes" not in tree(HYPERPLANE, None, 2.0, coef=[0.5, 0.0, 0.0]).to_dot()
 
 
 def test_export_text_options_and_names():

@@ -1139,19 +1139,19 @@ class Tree:
             stack.append(indent + right_text.replace("\n", more))
             stack.append((int(self.children_left[i]), d + 1))
             stack.append(indent + left_text.replace("\n", more))
-        legend = self._code_legend(names) if condition is None else ""
-        return "\n".join(lines) + "\n" + legend
+        codes = self._codes_text(names) if condition is None else ""
+        return "\n".join(lines) + "\n" + (f"(category codes in the oblique splits: {codes})\n" if codes else "")
 
-    #: At most this many labels of one column are listed in :meth:`_code_legend`.
+    #: At most this many labels of one column are listed in :meth:`_codes_text`.
     _LEGEND_LABELS = 12
 
-    def _code_legend(self, names: list[str]) -> str:
-        """A closing line giving the codes of the categorical features that an oblique split
-        (``HYPERPLANE``, ``QUADRATIC``, ``POLYTOPE``) uses as numbers, or ``""``.
+    def _codes_text(self, names: list[str]) -> str:
+        """The codes of the categorical features that an oblique split (``HYPERPLANE``,
+        ``QUADRATIC``, ``POLYTOPE``) uses as numbers, ``"city: Lima=0, Oslo=1, Pune=2"``, or ``""``.
 
         Such splits weigh a category by its code (the index of its label in
-        ``feature_categories``), which the inequalities alone do not show:
-        ``"(category codes in the oblique splits: city: Lima=0, Oslo=1, Pune=2)"``.
+        ``feature_categories``), which the inequalities alone do not show; :meth:`export_text`
+        ends with this text and :meth:`to_dot` writes it under the graph.
         """
         if self.feature_categories is None:
             return ""
@@ -1172,7 +1172,7 @@ class Tree:
             if len(labels) > self._LEGEND_LABELS:
                 shown.append(f"... ({len(labels)} labels in feature_categories[{j}])")
             parts.append(f"{names[j]}: " + ", ".join(shown))
-        return f"(category codes in the oblique splits: {'; '.join(parts)})\n" if parts else ""
+        return "; ".join(parts)
 
     def to_dot(self, feature_names: Sequence[str] | None = None, decimals: int = 3) -> str:
         """Return Graphviz DOT source drawing the tree (render it with ``dot -Tpng``).
@@ -1189,6 +1189,9 @@ class Tree:
             'node [shape=box, style="rounded", fontname="helvetica"];',
             'edge [fontname="helvetica"];',
         ]
+        codes = self._codes_text(names)
+        if codes:  # an oblique split weighs categories by their codes: say which label each is
+            lines.append(f'label={quote("category codes in the oblique splits: " + codes)}; labelloc="b";')
         for i in range(self.n_nodes):
             counts = ", ".join(_fmt_num(c, decimals) for c in self.counts[i])
             if self.split_kind[i] == LEAF:
