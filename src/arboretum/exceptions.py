@@ -18,6 +18,9 @@ class whatever the model:
 :class:`ModelFormatError`
     A file given to :func:`arboretum.load` or :meth:`arboretum.Tree.from_json`
     is not a valid, supported arboretum file.
+
+The package warns through :func:`warn_user`, so that every warning names the
+caller's line.
 """
 
 from __future__ import annotations

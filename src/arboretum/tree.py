@@ -1143,7 +1143,7 @@ class Tree:
         return "\n".join(lines) + "\n" + (f"(category codes in the oblique splits: {codes})\n" if codes else "")
 
     #: At most this many labels of one column are listed in :meth:`_codes_text`.
-    _LEGEND_LABELS = 12
+    _CODES_SHOWN = 12
 
     def _codes_text(self, names: list[str]) -> str:
         """The codes of the categorical features that an oblique split (``HYPERPLANE``,
@@ -1168,8 +1168,8 @@ class Tree:
             labels = self.feature_categories[j]
             if labels is None:
                 continue
-            shown = [f"{_format_label(v)}={k}" for k, v in enumerate(labels[: self._LEGEND_LABELS])]
-            if len(labels) > self._LEGEND_LABELS:
+            shown = [f"{_format_label(v)}={k}" for k, v in enumerate(labels[: self._CODES_SHOWN])]
+            if len(labels) > self._CODES_SHOWN:
                 shown.append(f"... ({len(labels)} labels in feature_categories[{j}])")
             parts.append(f"{names[j]}: " + ", ".join(shown))
         return "; ".join(parts)
